@@ -1,0 +1,42 @@
+package v1alpha1
+
+// Condition types used in the status of OSM objects. Each condition's Reason is one of the documented
+// constants below, so that alerts and scripts can match on it.
+const (
+	// ConditionReady is true when the object did everything it is for: for an OSP, its plugin is resolved and
+	// its templates parse; for an OSC, its configuration rendered and both Secrets are written.
+	ConditionReady = "Ready"
+	// ConditionPluginResolved is true when the profile's plugin was found, verified and loaded.
+	ConditionPluginResolved = "PluginResolved"
+	// ConditionRendered is true when the configuration rendered without error.
+	ConditionRendered = "Rendered"
+	// ConditionSecretsWritten is true when the bootstrap and provisioning Secrets match the rendered output.
+	ConditionSecretsWritten = "SecretsWritten"
+)
+
+// Condition reasons.
+const (
+	// ReasonSucceeded means the step the condition describes completed.
+	ReasonSucceeded = "Succeeded"
+	// ReasonProgressing means work is under way and nothing has failed yet.
+	ReasonProgressing = "Progressing"
+	// ReasonPluginNotFound means a built-in plugin name is unknown or an OCI artifact does not exist.
+	ReasonPluginNotFound = "PluginNotFound"
+	// ReasonPluginPullFailed means the OCI registry could not be reached or refused the pull.
+	ReasonPluginPullFailed = "PluginPullFailed"
+	// ReasonPluginInvalid means the module is not a valid OSM plugin (bad wasm, wrong ABI, bad metadata).
+	ReasonPluginInvalid = "PluginInvalid"
+	// ReasonPluginFailed means the plugin trapped, panicked, timed out, ran out of memory or returned garbage.
+	ReasonPluginFailed = "PluginFailed"
+	// ReasonTemplateError means a template failed to parse or execute.
+	ReasonTemplateError = "TemplateError"
+	// ReasonUnsupported means the profile does not support the MachineDeployment's OS, cloud provider or
+	// provisioning utility.
+	ReasonUnsupported = "Unsupported"
+	// ReasonProfileNotFound means the profile the MachineDeployment names does not exist.
+	ReasonProfileNotFound = "ProfileNotFound"
+	// ReasonBootstrapTooLarge means the bootstrap user-data exceeds the provider limit.
+	ReasonBootstrapTooLarge = "BootstrapTooLarge"
+	// ReasonWriteFailed means writing an object to the API server failed.
+	ReasonWriteFailed = "WriteFailed"
+)

@@ -1,0 +1,234 @@
+package abi
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Version is the ABI version this package describes. The host refuses a module whose metadata declares a
+// different major version, before calling anything else in it.
+const Version = "v1"
+
+// Names of the functions a plugin exports. Metadata and render are required; validate and encode are optional.
+const (
+	ExportMetadata = "osm_metadata"
+	ExportRender   = "osm_render"
+	ExportValidate = "osm_validate"
+	ExportEncode   = "osm_encode"
+)
+
+// Stage is one of the two configurations rendered per MachineDeployment.
+type Stage string
+
+const (
+	// StageBootstrap is the small user-data handed to the VM by machine-controller. It must fetch the
+	// provisioning configuration and hand it to the provisioning utility.
+	StageBootstrap Stage = "bootstrap"
+	// StageProvisioning is the full configuration that turns the VM into a node.
+	StageProvisioning Stage = "provisioning"
+)
+
+// Provisioning utilities the host can encode for itself. A plugin with an osm_encode export may declare
+// others in its metadata.
+const (
+	UtilityCloudInit = "cloud-init"
+	UtilityIgnition  = "ignition"
+)
+
+// Major returns the major part of an ABI version string ("v1" for "v1", "v1.2" or "v1beta1").
+func Major(v string) string {
+	v = strings.TrimSpace(v)
+	if !strings.HasPrefix(v, "v") {
+		return ""
+	}
+	end := 1
+	for end < len(v) && v[end] >= '0' && v[end] <= '9' {
+		end++
+	}
+	if end == 1 {
+		return ""
+	}
+	return v[:end]
+}
+
+// CheckVersion reports whether the host, which speaks Version, can talk to a plugin declaring v.
+func CheckVersion(v string) error {
+	if v == "" {
+		return fmt.Errorf("plugin metadata has no abiVersion; this host speaks ABI %s", Version)
+	}
+	if Major(v) != Version {
+		return fmt.Errorf("plugin speaks ABI %q but this host speaks ABI %s; rebuild the plugin with an SDK for ABI %s", v, Version, Version)
+	}
+	return nil
+}
+
+// Metadata is what osm_metadata returns. The host reads it once per module, right after loading it.
+type Metadata struct {
+	// ABIVersion is the ABI the plugin was built for; it must be Version.
+	ABIVersion string `json:"abiVersion"`
+	// Name identifies the plugin, e.g. "ubuntu". Lower case, digits and dashes.
+	Name string `json:"name"`
+	// Version is the plugin's own semantic version.
+	Version string `json:"version"`
+	// Description is one line for humans.
+	Description string `json:"description,omitempty"`
+	// OperatingSystems lists the operating systems and versions the plugin renders for. A version may end in
+	// "*" to match a prefix ("9.*").
+	OperatingSystems []OperatingSystem `json:"operatingSystems"`
+	// ProvisioningUtilities lists the utilities the plugin renders for ("cloud-init", "ignition", or a name
+	// of the plugin's own when it exports osm_encode).
+	ProvisioningUtilities []string `json:"provisioningUtilities"`
+	// CloudProviders lists the machine-controller cloud providers the plugin supports; "*" means any.
+	CloudProviders []string `json:"cloudProviders"`
+	// ConfigSchema describes the keys the plugin accepts in OSP spec.plugin.config.
+	ConfigSchema []ConfigOption `json:"configSchema,omitempty"`
+}
+
+// OperatingSystem is an OS a plugin supports.
+type OperatingSystem struct {
+	Name     string   `json:"name"`
+	Versions []string `json:"versions,omitempty"`
+}
+
+// ConfigOption describes one key of a plugin's configuration.
+type ConfigOption struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description,omitempty"`
+	Default     string   `json:"default,omitempty"`
+	Required    bool     `json:"required,omitempty"`
+	Enum        []string `json:"enum,omitempty"`
+}
+
+// SupportsOS reports whether the plugin declares the OS name and version.
+func (m *Metadata) SupportsOS(name, version string) bool {
+	for _, os := range m.OperatingSystems {
+		if os.Name != name {
+			continue
+		}
+		if len(os.Versions) == 0 || version == "" {
+			return true
+		}
+		for _, v := range os.Versions {
+			if v == version || (strings.HasSuffix(v, "*") && strings.HasPrefix(version, strings.TrimSuffix(v, "*"))) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SupportsUtility reports whether the plugin renders for the provisioning utility.
+func (m *Metadata) SupportsUtility(u string) bool { return contains(m.ProvisioningUtilities, u) }
+
+// SupportsCloudProvider reports whether the plugin supports the cloud provider.
+func (m *Metadata) SupportsCloudProvider(p string) bool {
+	return contains(m.CloudProviders, "*") || contains(m.CloudProviders, p)
+}
+
+// Validate checks the metadata itself, so that a malformed plugin is refused when it is loaded rather than
+// when it first renders.
+func (m *Metadata) Validate() error {
+	if err := CheckVersion(m.ABIVersion); err != nil {
+		return err
+	}
+	var problems []string
+	if m.Name == "" {
+		problems = append(problems, "name is empty")
+	}
+	if m.Version == "" {
+		problems = append(problems, "version is empty")
+	}
+	if len(m.OperatingSystems) == 0 {
+		problems = append(problems, "operatingSystems is empty")
+	}
+	if len(m.ProvisioningUtilities) == 0 {
+		problems = append(problems, "provisioningUtilities is empty")
+	}
+	if len(m.CloudProviders) == 0 {
+		problems = append(problems, "cloudProviders is empty")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("invalid plugin metadata: %s", strings.Join(problems, ", "))
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// RenderRequest is the input of osm_render: everything the plugin may use, and what the profile's templates
+// produced for the stage. The plugin returns the final configuration; it may keep, change, add or drop any of
+// the input.
+type RenderRequest struct {
+	ABIVersion string `json:"abiVersion"`
+	// Stage is the configuration being rendered.
+	Stage Stage `json:"stage"`
+	// ProvisioningUtility is the utility the output is for.
+	ProvisioningUtility string `json:"provisioningUtility"`
+	// Config is the OSP's spec.plugin.config, with the schema's defaults filled in.
+	Config map[string]string `json:"config,omitempty"`
+	// Context describes the machines, the cluster and the controller's node settings.
+	Context RenderContext `json:"context"`
+	// Input is the output of the profile's templates for this stage.
+	Input NodeConfig `json:"input"`
+}
+
+// RenderResponse is the output of osm_render.
+type RenderResponse struct {
+	ABIVersion string     `json:"abiVersion"`
+	Config     NodeConfig `json:"config"`
+	// Warnings are shown to the operator as events; they do not fail the render.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// ValidateRequest is the input of osm_validate, called by the admission webhook for each profile that uses
+// the plugin.
+type ValidateRequest struct {
+	ABIVersion          string            `json:"abiVersion"`
+	OSName              string            `json:"osName"`
+	OSVersion           string            `json:"osVersion"`
+	ProvisioningUtility string            `json:"provisioningUtility"`
+	CloudProviders      []string          `json:"cloudProviders"`
+	Config              map[string]string `json:"config,omitempty"`
+}
+
+// ValidateResponse lists what is wrong with a profile, if anything.
+type ValidateResponse struct {
+	ABIVersion string       `json:"abiVersion"`
+	Errors     []FieldError `json:"errors,omitempty"`
+}
+
+// FieldError is a problem with one field of the profile, as a path such as "spec.plugin.config.mirror".
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+func (e FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// EncodeRequest is the input of osm_encode, called instead of the host's encoders when the profile's
+// provisioning utility is one the host does not know.
+type EncodeRequest struct {
+	ABIVersion          string        `json:"abiVersion"`
+	Stage               Stage         `json:"stage"`
+	ProvisioningUtility string        `json:"provisioningUtility"`
+	Context             RenderContext `json:"context"`
+	Config              NodeConfig    `json:"config"`
+}
+
+// EncodeResponse is the user-data.
+type EncodeResponse struct {
+	ABIVersion string `json:"abiVersion"`
+	// UserData is the encoded configuration (base64 in JSON).
+	UserData []byte `json:"userData"`
+}
+
+// Marshal encodes v as JSON. It exists so that hosts, guests and tests agree on one encoding.
+func Marshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -1,0 +1,3 @@
+module github.com/osmhq/osm/sdk
+
+go 1.26.0
