@@ -1,8 +1,9 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -10,15 +11,16 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "operatingsystemmanager.k8c.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the OSM kinds with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the OSM kinds to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
-func init() {
-	SchemeBuilder.Register(
-		&OperatingSystemProfile{}, &OperatingSystemProfileList{},
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &OperatingSystemProfile{}, &OperatingSystemProfileList{},
 		&OperatingSystemConfig{}, &OperatingSystemConfigList{},
 	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
 }

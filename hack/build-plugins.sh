@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Builds the default OS plugins (plugins/<os>/, Go main packages) to WebAssembly in plugins/dist/, where the
+# controller and osmctl embed them. A plugin is rebuilt only when its sources, the SDK or go.sum changed.
+# Usage: hack/build-plugins.sh [name ...]
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "${root}"
+dist="plugins/dist"
+mkdir -p "${dist}"
+
+names=("$@")
+if [[ ${#names[@]} -eq 0 ]]; then
+  for d in plugins/*/; do
+    n="$(basename "$d")"
+    [[ "$n" == _* || "$n" == dist ]] && continue
+    [[ -f "$d/main.go" ]] && names+=("$n")
+  done
+fi
+
+export GOFLAGS="-buildvcs=false ${GOFLAGS:-}"
+for n in "${names[@]}"; do
+  src="plugins/${n}"
+  sum="$(cat go.mod go.sum $(find "${src}" sdk -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -name '*.tmpl' -o -name '*.yaml' | sort) | sha256sum | cut -c1-64)"
+  if [[ -f "${dist}/${n}.wasm" && -f "${dist}/${n}.sum" && "$(cat "${dist}/${n}.sum")" == "${sum}" ]]; then
+    continue
+  fi
+  echo "plugins: building ${n}" >&2
+  GOOS=wasip1 GOARCH=wasm go build -trimpath -buildmode=c-shared -ldflags="-s -w" -o "${dist}/${n}.wasm.tmp" "./${src}"
+  mv "${dist}/${n}.wasm.tmp" "${dist}/${n}.wasm"
+  echo "${sum}" > "${dist}/${n}.sum"
+done
