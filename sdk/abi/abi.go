@@ -83,6 +83,10 @@ type Metadata struct {
 	CloudProviders []string `json:"cloudProviders"`
 	// ConfigSchema describes the keys the plugin accepts in OSP spec.plugin.config.
 	ConfigSchema []ConfigOption `json:"configSchema,omitempty"`
+	// Exports lists the ABI functions the plugin implements. The SDK's guest package fills it in, because a
+	// Go plugin built with it always links all four export symbols and answers the ones it does not implement
+	// with an error. When it is empty the host goes by the module's export table alone.
+	Exports []string `json:"exports,omitempty"`
 }
 
 // OperatingSystem is an OS a plugin supports.
@@ -116,6 +120,12 @@ func (m *Metadata) SupportsOS(name, version string) bool {
 		}
 	}
 	return false
+}
+
+// Implements reports whether the plugin declares the export. A plugin that lists no exports is taken to
+// implement everything it exports; the host checks the module's export table as well.
+func (m *Metadata) Implements(export string) bool {
+	return len(m.Exports) == 0 || contains(m.Exports, export)
 }
 
 // SupportsUtility reports whether the plugin renders for the provisioning utility.

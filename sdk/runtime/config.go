@@ -1,0 +1,70 @@
+package runtime
+
+import (
+	"fmt"
+	goruntime "runtime"
+	"time"
+)
+
+// Defaults for Config fields left zero. They are production values: plugintest loads plugins with them too, so
+// an author sees the limits the controller enforces.
+const (
+	DefaultMemoryLimit     = 256 << 20
+	DefaultTimeout         = 5 * time.Second
+	DefaultMaxOutputBytes  = 64 << 10
+)
+
+// wasmPageSize is the size of a WebAssembly memory page.
+const wasmPageSize = 64 << 10
+
+// Config sets the sandbox's limits and caches. The zero value is usable.
+type Config struct {
+	// MemoryLimit caps the linear memory of every instance, in bytes (rounded down to 64 KiB pages).
+	// Default DefaultMemoryLimit.
+	MemoryLimit uint64
+	// Timeout bounds every call, including the first call's language-runtime start-up. Interrupting guest code
+	// needs wazero's close-on-context-done mode, which makes tight guest loops markedly slower; renders are
+	// dominated by JSON work and stay well under a millisecond. Default DefaultTimeout.
+	Timeout time.Duration
+	// CacheDir keeps compiled machine code on disk across restarts. Empty means memory only. The directory
+	// must be private to this process's user: wazero trusts what it finds there.
+	CacheDir string
+	// MaxIdleInstances is how many healthy instances a module keeps for reuse; negative keeps none. A
+	// WebAssembly memory never shrinks, so a module can pin up to MaxIdleInstances × MemoryLimit while idle;
+	// typical renders stay at a few MiB. Default GOMAXPROCS.
+	MaxIdleInstances int
+	// MaxOutputBytes bounds the guest stdout and stderr kept per call. Default DefaultMaxOutputBytes.
+	MaxOutputBytes int
+	// Hooks receive metrics and guest output.
+	Hooks Hooks
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.MemoryLimit == 0 {
+		c.MemoryLimit = DefaultMemoryLimit
+	}
+	if c.MemoryLimit < 2*wasmPageSize {
+		return c, fmt.Errorf("memory limit %d bytes is below two 64 KiB pages", c.MemoryLimit)
+	}
+	if c.MemoryLimit/wasmPageSize > 65536 {
+		return c, fmt.Errorf("memory limit %d bytes exceeds the 4 GiB a 32-bit WebAssembly memory can address", c.MemoryLimit)
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Timeout < 0 {
+		return c, fmt.Errorf("timeout %s is negative", c.Timeout)
+	}
+	if c.MaxIdleInstances == 0 {
+		c.MaxIdleInstances = goruntime.GOMAXPROCS(0)
+	}
+	if c.MaxIdleInstances < 0 {
+		c.MaxIdleInstances = 0
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	return c, nil
+}
+
+func (c Config) memoryPages() uint32 { return uint32(c.MemoryLimit / wasmPageSize) }

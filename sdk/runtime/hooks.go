@@ -1,0 +1,88 @@
+package runtime
+
+import "time"
+
+// CacheLayer says where a compiled module came from.
+type CacheLayer string
+
+const (
+	// LayerMemory: the module was already loaded in this process.
+	LayerMemory CacheLayer = "memory"
+	// LayerDisk: wazero found the machine code in Config.CacheDir.
+	LayerDisk CacheLayer = "disk"
+	// LayerNone: the module was compiled from scratch.
+	LayerNone CacheLayer = "none"
+)
+
+// Hooks let the embedder observe the runtime without this package depending on a metrics or logging library.
+// Every field is optional. Hooks are called synchronously from the goroutine doing the work and must be cheap
+// and safe for concurrent use.
+type Hooks struct {
+	// Compiled is called after each compilation (not for modules already in memory).
+	Compiled func(CompileEvent)
+	// CacheHit is called when a load is served from a cache layer (LayerMemory or LayerDisk).
+	CacheHit func(layer CacheLayer)
+	// Called is called after each export call, successful or not, including the metadata call at load time.
+	Called func(CallEvent)
+	// Output is called with what the guest wrote to stdout or stderr during a call (where a Go guest's panics
+	// go), after the call returns.
+	Output func(OutputEvent)
+}
+
+// CompileEvent describes one compilation.
+type CompileEvent struct {
+	Plugin   string
+	Digest   string
+	Duration time.Duration
+	// Layer is LayerDisk when the machine code came from the disk cache, LayerNone otherwise. The disk layer is
+	// detected by a marker OSM keeps beside wazero's cache, so it is a best-effort label.
+	Layer CacheLayer
+	Err   error
+}
+
+// CallEvent describes one export call.
+type CallEvent struct {
+	Plugin   string
+	Digest   string
+	Export   string
+	Duration time.Duration
+	// Err is nil on success.
+	Err *Error
+}
+
+// OutputEvent carries guest output of one call.
+type OutputEvent struct {
+	Plugin string
+	Digest string
+	Export string
+	// Stream is "stderr" or "stdout".
+	Stream string
+	// Text is the output, cut to Config.MaxOutputBytes.
+	Text string
+	// Truncated is true when the guest wrote more than was kept.
+	Truncated bool
+}
+
+func (h Hooks) compiled(e CompileEvent) {
+	if h.Compiled != nil {
+		h.Compiled(e)
+	}
+}
+
+func (h Hooks) cacheHit(l CacheLayer) {
+	if h.CacheHit != nil {
+		h.CacheHit(l)
+	}
+}
+
+func (h Hooks) called(e CallEvent) {
+	if h.Called != nil {
+		h.Called(e)
+	}
+}
+
+func (h Hooks) output(e OutputEvent) {
+	if h.Output != nil {
+		h.Output(e)
+	}
+}

@@ -1,0 +1,263 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+// Module is a loaded plugin: compiled code, validated metadata and a pool of idle instances. It is safe for
+// concurrent use; each call runs on an instance of its own.
+type Module struct {
+	rt       *Runtime
+	name     string
+	digest   string
+	compiled *extism.CompiledPlugin
+	meta     abi.Metadata
+	exports  map[string]bool
+
+	idle chan *instance
+
+	mu       sync.RWMutex
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+func newModule(rt *Runtime, name, digest string, compiled *extism.CompiledPlugin) *Module {
+	return &Module{rt: rt, name: name, digest: digest, compiled: compiled, idle: make(chan *instance, rt.cfg.MaxIdleInstances)}
+}
+
+// Name is the name the module was first loaded under.
+func (m *Module) Name() string { return m.name }
+
+// Digest is the module's "sha256:<hex>" digest.
+func (m *Module) Digest() string { return m.digest }
+
+// Metadata returns the plugin's metadata, read and validated at load time.
+func (m *Module) Metadata() abi.Metadata { return m.meta }
+
+// Implements reports whether the plugin can answer export: the module exports it and the metadata does not
+// say otherwise.
+func (m *Module) Implements(export string) bool { return m.exports[export] && m.meta.Implements(export) }
+
+// init checks the export table, then reads and validates the metadata. Nothing else is called on a module
+// that fails here.
+func (m *Module) init(ctx context.Context) error {
+	inst, err := m.newInstance(ctx)
+	if err != nil {
+		return m.fail("", ReasonInvalidModule, "cannot instantiate module: "+err.Error(), err)
+	}
+	m.exports = map[string]bool{}
+	for name := range inst.plugin.Module().ExportedFunctions() {
+		m.exports[name] = true
+	}
+	for _, required := range []string{abi.ExportMetadata, abi.ExportRender} {
+		if !m.exports[required] {
+			inst.close()
+			return m.fail(required, ReasonMissingExport, "module does not export "+required+"; is it an OSM plugin built with -buildmode=c-shared?", nil)
+		}
+	}
+	out, err := m.call(ctx, abi.ExportMetadata, nil, inst)
+	if err != nil {
+		return err
+	}
+	var md abi.Metadata
+	if err := json.Unmarshal(out, &md); err != nil {
+		return m.fail(abi.ExportMetadata, ReasonInvalidOutput, "metadata is not valid JSON: "+err.Error(), err)
+	}
+	if err := abi.CheckVersion(md.ABIVersion); err != nil {
+		return m.fail(abi.ExportMetadata, ReasonABIMismatch, err.Error(), err)
+	}
+	if err := md.Validate(); err != nil {
+		return m.fail(abi.ExportMetadata, ReasonInvalidOutput, err.Error(), err)
+	}
+	if !md.Implements(abi.ExportRender) {
+		return m.fail(abi.ExportMetadata, ReasonMissingExport, "metadata does not list osm_render", nil)
+	}
+	m.meta = md
+	return nil
+}
+
+// Render calls osm_render. An empty req.ABIVersion is set to abi.Version.
+func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
+	var resp abi.RenderResponse
+	if err := m.typedCall(ctx, abi.ExportRender, req, &req.ABIVersion, &resp); err != nil {
+		return nil, err
+	}
+	if err := resp.Check(); err != nil {
+		return nil, m.fail(abi.ExportRender, ReasonInvalidOutput, err.Error(), err)
+	}
+	return &resp, nil
+}
+
+// Validate calls osm_validate. Callers check Implements(abi.ExportValidate) first; a plugin without it
+// accepts every profile its metadata matches.
+func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (*abi.ValidateResponse, error) {
+	var resp abi.ValidateResponse
+	if err := m.typedCall(ctx, abi.ExportValidate, req, &req.ABIVersion, &resp); err != nil {
+		return nil, err
+	}
+	if err := resp.Check(); err != nil {
+		return nil, m.fail(abi.ExportValidate, ReasonInvalidOutput, err.Error(), err)
+	}
+	return &resp, nil
+}
+
+// Encode calls osm_encode.
+func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error) {
+	var resp abi.EncodeResponse
+	if err := m.typedCall(ctx, abi.ExportEncode, req, &req.ABIVersion, &resp); err != nil {
+		return nil, err
+	}
+	if err := resp.Check(); err != nil {
+		return nil, m.fail(abi.ExportEncode, ReasonInvalidOutput, err.Error(), err)
+	}
+	return &resp, nil
+}
+
+// typedCall encodes req (stamping its ABI version, on a copy of the version only), calls export and decodes
+// the output into resp.
+func (m *Module) typedCall(ctx context.Context, export string, req any, version *string, resp any) error {
+	if !m.Implements(export) {
+		return m.fail(export, ReasonMissingExport, "plugin does not implement "+export, nil)
+	}
+	saved := *version
+	if saved == "" {
+		*version = abi.Version
+	}
+	in, err := json.Marshal(req)
+	*version = saved
+	if err != nil {
+		return fmt.Errorf("encoding %s request: %w", export, err)
+	}
+	out, err := m.call(ctx, export, in, nil)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(out, resp); err != nil {
+		return m.fail(export, ReasonInvalidOutput, "output is not a valid "+export+" response: "+err.Error(), err)
+	}
+	return nil
+}
+
+// Call runs an export on raw input and returns its raw output. Render, Validate and Encode are the typed
+// versions the host normally uses.
+func (m *Module) Call(ctx context.Context, export string, in []byte) ([]byte, error) {
+	if !m.exports[export] {
+		return nil, m.fail(export, ReasonMissingExport, "module does not export "+export, nil)
+	}
+	return m.call(ctx, export, in, nil)
+}
+
+// call runs export on inst, or on a pooled or new instance when inst is nil.
+func (m *Module) call(ctx context.Context, export string, in []byte, inst *instance) ([]byte, error) {
+	m.mu.RLock()
+	if m.closed {
+		m.mu.RUnlock()
+		return nil, m.fail(export, ReasonClosed, "module is closed", nil)
+	}
+	m.inflight.Add(1)
+	m.mu.RUnlock()
+	defer m.inflight.Done()
+
+	start := time.Now()
+	res := m.callOnInstance(ctx, export, in, inst)
+	m.rt.cfg.Hooks.called(CallEvent{Plugin: m.name, Digest: m.digest, Export: export, Duration: time.Since(start), Err: res.fail})
+	if res.fail != nil {
+		return nil, res.fail
+	}
+	return res.out, nil
+}
+
+func (m *Module) callOnInstance(ctx context.Context, export string, in []byte, inst *instance) result {
+	if inst == nil {
+		var err error
+		if inst, err = m.acquire(ctx); err != nil {
+			return result{fail: m.fail(export, ReasonInvalidModule, "cannot instantiate module: "+err.Error(), err)}
+		}
+	}
+	res := inst.call(ctx, m, export, in)
+	m.emitOutput(inst, export)
+	if res.fail != nil {
+		// Whatever failed, the instance's state is suspect (a recovered panic, a half-built heap, a closed
+		// module): never hand it to another call.
+		inst.close()
+		return res
+	}
+	m.release(inst)
+	return res
+}
+
+func (m *Module) emitOutput(inst *instance, export string) {
+	for _, s := range []struct {
+		name string
+		c    *capture
+	}{{"stderr", inst.stderr}, {"stdout", inst.stdout}} {
+		text, truncated := s.c.take()
+		if text != "" {
+			m.rt.cfg.Hooks.output(OutputEvent{Plugin: m.name, Digest: m.digest, Export: export, Stream: s.name, Text: text, Truncated: truncated})
+		}
+	}
+}
+
+// acquire takes an idle instance or creates one.
+func (m *Module) acquire(ctx context.Context) (*instance, error) {
+	select {
+	case inst := <-m.idle:
+		return inst, nil
+	default:
+		return m.newInstance(ctx)
+	}
+}
+
+// release returns a healthy instance to the pool, or closes it when the pool is full or the module closed.
+func (m *Module) release(inst *instance) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if !m.closed {
+		select {
+		case m.idle <- inst:
+			return
+		default:
+		}
+	}
+	inst.close()
+}
+
+// Close waits for running calls (each bounded by the timeout), then frees the module's instances and code.
+func (m *Module) Close(ctx context.Context) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	m.mu.Unlock()
+	m.inflight.Wait()
+drain:
+	for {
+		select {
+		case inst := <-m.idle:
+			inst.close()
+		default:
+			break drain
+		}
+	}
+	return m.compiled.Close(ctx)
+}
+
+func (m *Module) fail(export string, reason Reason, detail string, err error) *Error {
+	return &Error{Plugin: m.name, Digest: m.digest, Export: export, Reason: reason, Detail: detail, Err: err}
+}
+
+func (m *Module) failStderr(export string, reason Reason, detail, stderr string, err error) *Error {
+	e := m.fail(export, reason, detail, err)
+	e.Stderr = stderr
+	return e
+}

@@ -1,0 +1,245 @@
+package runtime
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	godebug "runtime/debug"
+	"sync"
+	"time"
+
+	extism "github.com/extism/go-sdk"
+	"github.com/tetratelabs/wazero"
+)
+
+// Runtime loads and caches plugin modules. It is safe for concurrent use.
+type Runtime struct {
+	cfg       Config
+	cache     wazero.CompilationCache
+	markerDir string
+
+	// compileMu serialises compilations: they saturate a core each, and a controller loading several plugins
+	// at start-up is better served one after the other than all at half speed.
+	compileMu sync.Mutex
+
+	mu      sync.Mutex
+	closed  bool
+	modules map[string]*entry
+}
+
+// entry is a module being loaded or loaded, so concurrent Loads of one digest compile it once.
+type entry struct {
+	done chan struct{}
+	mod  *Module
+	err  error
+}
+
+// New creates a runtime. With cfg.CacheDir set it creates the directory and keeps compiled code there.
+func New(cfg Config) (*Runtime, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r := &Runtime{cfg: cfg, modules: map[string]*entry{}}
+	if cfg.CacheDir == "" {
+		r.cache = wazero.NewCompilationCache()
+		return r, nil
+	}
+	if r.cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
+		return nil, fmt.Errorf("plugin compilation cache %s: %w", cfg.CacheDir, err)
+	}
+	r.markerDir = filepath.Join(cfg.CacheDir, "osm-compiled", wazeroVersion())
+	if err := os.MkdirAll(r.markerDir, 0o700); err != nil {
+		return nil, fmt.Errorf("plugin compilation cache %s: %w", cfg.CacheDir, err)
+	}
+	return r, nil
+}
+
+// Config returns the effective configuration, defaults filled in.
+func (r *Runtime) Config() Config { return r.cfg }
+
+// Digest returns the "sha256:<hex>" digest of a module, the key it is cached under.
+func Digest(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Load returns the module for wasm, compiling it and reading its metadata if it is not loaded yet. name labels
+// the module in errors, logs and metrics (a built-in plugin's name, an image reference); when the same bytes
+// are loaded under several names, the first one sticks.
+//
+// Load refuses modules that do not compile, lack osm_metadata or osm_render, speak another ABI major version
+// or declare invalid metadata. Those failures are remembered per digest, so a broken plugin referenced by many
+// MachineDeployments is compiled only once; Unload forgets them.
+func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, error) {
+	digest := Digest(wasm)
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, &Error{Plugin: name, Digest: digest, Reason: ReasonClosed, Detail: "runtime is closed"}
+	}
+	if e, ok := r.modules[digest]; ok {
+		r.mu.Unlock()
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			return nil, &Error{Plugin: name, Digest: digest, Reason: ReasonCanceled, Detail: "waiting for the module to load: " + ctx.Err().Error(), Err: ctx.Err()}
+		}
+		if e.err == nil {
+			r.cfg.Hooks.cacheHit(LayerMemory)
+		}
+		return e.mod, e.err
+	}
+	e := &entry{done: make(chan struct{})}
+	r.modules[digest] = e
+	r.mu.Unlock()
+
+	e.mod, e.err = r.load(ctx, name, digest, wasm)
+	if e.err != nil && transient(e.err) {
+		r.mu.Lock()
+		delete(r.modules, digest)
+		r.mu.Unlock()
+	}
+	close(e.done)
+	return e.mod, e.err
+}
+
+// transient reports whether a load failure may not repeat, so it must not be remembered.
+func transient(err error) bool {
+	switch ReasonOf(err) {
+	case ReasonTimeout, ReasonCanceled, ReasonClosed, "":
+		return true
+	}
+	return false
+}
+
+// Get returns the loaded module with the digest, if any. Hosts use it to skip fetching bytes they already ran.
+func (r *Runtime) Get(digest string) (*Module, bool) {
+	r.mu.Lock()
+	e, ok := r.modules[digest]
+	r.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	select {
+	case <-e.done:
+		if e.err == nil {
+			r.cfg.Hooks.cacheHit(LayerMemory)
+		}
+		return e.mod, e.err == nil
+	default:
+		return nil, false
+	}
+}
+
+// Unload closes the module with the digest and forgets it (and any remembered load failure).
+func (r *Runtime) Unload(ctx context.Context, digest string) error {
+	r.mu.Lock()
+	e, ok := r.modules[digest]
+	delete(r.modules, digest)
+	r.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	<-e.done
+	if e.mod != nil {
+		return e.mod.Close(ctx)
+	}
+	return nil
+}
+
+// Close closes every module and the in-memory compilation cache. The disk cache stays.
+func (r *Runtime) Close(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	entries := r.modules
+	r.modules = map[string]*entry{}
+	r.mu.Unlock()
+	var errs []error
+	for _, e := range entries {
+		<-e.done
+		if e.mod != nil {
+			errs = append(errs, e.mod.Close(ctx))
+		}
+	}
+	errs = append(errs, r.cache.Close(ctx))
+	return errors.Join(errs...)
+}
+
+func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte) (*Module, error) {
+	compiled, err := r.compile(ctx, name, digest, wasm)
+	if err != nil {
+		return nil, err
+	}
+	m := newModule(r, name, digest, compiled)
+	if err := m.init(ctx); err != nil {
+		_ = m.Close(context.Background())
+		return nil, err
+	}
+	return m, nil
+}
+
+func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte) (*extism.CompiledPlugin, error) {
+	r.compileMu.Lock()
+	defer r.compileMu.Unlock()
+
+	marker := r.marker(digest)
+	layer := LayerNone
+	if marker != "" {
+		if _, err := os.Stat(marker); err == nil {
+			layer = LayerDisk
+		}
+	}
+	rc := wazero.NewRuntimeConfig().
+		WithCompilationCache(r.cache).
+		WithMemoryLimitPages(r.cfg.memoryPages()).
+		// Without this a guest in a tight loop cannot be interrupted.
+		WithCloseOnContextDone(true)
+	start := time.Now()
+	compiled, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
+		// No AllowedHosts and no AllowedPaths: Extism denies every HTTP request and mounts nothing.
+	}, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
+	ev := CompileEvent{Plugin: name, Digest: digest, Duration: time.Since(start), Layer: layer}
+	if err != nil {
+		ev.Err = err
+		r.cfg.Hooks.compiled(ev)
+		return nil, &Error{Plugin: name, Digest: digest, Reason: ReasonInvalidModule, Detail: "cannot compile module: " + err.Error(), Err: err}
+	}
+	r.cfg.Hooks.compiled(ev)
+	if layer == LayerDisk {
+		r.cfg.Hooks.cacheHit(LayerDisk)
+	} else if marker != "" {
+		// Best effort: a missing marker only mislabels the next load's metric.
+		_ = os.WriteFile(marker, nil, 0o600)
+	}
+	return compiled, nil
+}
+
+// marker is the file that records that the disk cache holds the digest's machine code. wazero does not say
+// whether a compilation hit its cache; the marker lets the cache-hit metric tell restarts from cold starts.
+func (r *Runtime) marker(digest string) string {
+	if r.markerDir == "" {
+		return ""
+	}
+	return filepath.Join(r.markerDir, fmt.Sprintf("%s-%d", digest[len("sha256:"):], r.cfg.memoryPages()))
+}
+
+// wazeroVersion returns the wazero version linked in, which keys its cache entries as well.
+func wazeroVersion() string {
+	if bi, ok := godebug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/tetratelabs/wazero" {
+				if d.Replace != nil {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+}
