@@ -17,8 +17,9 @@ import (
 
 // BuildFlags are the `go build` flags of a plugin build besides GOOS=wasip1 GOARCH=wasm. -buildmode=c-shared
 // makes a reactor module whose exports can be called repeatedly (without it the first export call crashes);
-// -trimpath keeps local paths out of the module so the same source gives the same digest on every machine.
-var BuildFlags = []string{"-buildmode=c-shared", "-trimpath"}
+// -trimpath keeps local paths out of the module so the same source gives the same digest on every machine;
+// -s -w drop symbol tables the host never reads. These are the flags of hack/build-plugins.sh.
+var BuildFlags = []string{"-buildmode=c-shared", "-trimpath", "-ldflags=-s -w"}
 
 // CacheDirEnv overrides where built modules are cached (default: <user cache dir>/osm/plugintest).
 const CacheDirEnv = "OSM_PLUGINTEST_CACHE"

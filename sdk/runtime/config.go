@@ -9,9 +9,11 @@ import (
 // Defaults for Config fields left zero. They are production values: plugintest loads plugins with them too, so
 // an author sees the limits the controller enforces.
 const (
-	DefaultMemoryLimit     = 256 << 20
-	DefaultTimeout         = 5 * time.Second
-	DefaultMaxOutputBytes  = 64 << 10
+	DefaultMemoryLimit    = 256 << 20
+	DefaultTimeout        = 5 * time.Second
+	DefaultMaxOutputBytes = 64 << 10
+	// DefaultIdleMemoryLimit is well above a Go plugin's steady state (a few MiB of heap plus its binary).
+	DefaultIdleMemoryLimit = 64 << 20
 )
 
 // wasmPageSize is the size of a WebAssembly memory page.
@@ -29,10 +31,12 @@ type Config struct {
 	// CacheDir keeps compiled machine code on disk across restarts. Empty means memory only. The directory
 	// must be private to this process's user: wazero trusts what it finds there.
 	CacheDir string
-	// MaxIdleInstances is how many healthy instances a module keeps for reuse; negative keeps none. A
-	// WebAssembly memory never shrinks, so a module can pin up to MaxIdleInstances × MemoryLimit while idle;
-	// typical renders stay at a few MiB. Default GOMAXPROCS.
+	// MaxIdleInstances is how many healthy instances a module keeps for reuse; negative keeps none.
+	// Default GOMAXPROCS.
 	MaxIdleInstances int
+	// IdleMemoryLimit: an instance whose linear memory grew beyond this is closed after its call instead of
+	// kept idle, because a WebAssembly memory never shrinks. Default DefaultIdleMemoryLimit.
+	IdleMemoryLimit uint64
 	// MaxOutputBytes bounds the guest stdout and stderr kept per call. Default DefaultMaxOutputBytes.
 	MaxOutputBytes int
 	// Hooks receive metrics and guest output.
@@ -60,6 +64,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxIdleInstances < 0 {
 		c.MaxIdleInstances = 0
+	}
+	if c.IdleMemoryLimit == 0 {
+		c.IdleMemoryLimit = DefaultIdleMemoryLimit
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = DefaultMaxOutputBytes

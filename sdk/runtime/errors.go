@@ -34,6 +34,9 @@ const (
 	// ReasonMissingExport: the module lacks a required export, or the caller asked for an optional export the
 	// plugin does not implement.
 	ReasonMissingExport Reason = "MissingExport"
+	// ReasonInvalidInput: the host could not encode the request (for example a raw JSON field that is not
+	// JSON). The plugin was not called.
+	ReasonInvalidInput Reason = "InvalidInput"
 	// ReasonInvalidModule: the bytes are not a WebAssembly module this runtime can compile and instantiate.
 	ReasonInvalidModule Reason = "InvalidModule"
 	// ReasonClosed: the module or runtime was closed.
@@ -51,6 +54,7 @@ var (
 	ErrPluginError   = &Error{Reason: ReasonPluginError}
 	ErrABIMismatch   = &Error{Reason: ReasonABIMismatch}
 	ErrMissingExport = &Error{Reason: ReasonMissingExport}
+	ErrInvalidInput  = &Error{Reason: ReasonInvalidInput}
 	ErrInvalidModule = &Error{Reason: ReasonInvalidModule}
 	ErrClosed        = &Error{Reason: ReasonClosed}
 )

@@ -9,6 +9,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/sys"
 )
 
@@ -16,17 +17,18 @@ import (
 // goroutine at a time: wazero instances are not safe for concurrent calls.
 type instance struct {
 	plugin *extism.Plugin
+	memory *memoryMeter
 	stdout *capture
 	stderr *capture
 }
 
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
-	inst := &instance{stdout: newCapture(m.rt.cfg.MaxOutputBytes), stderr: newCapture(m.rt.cfg.MaxOutputBytes)}
+	inst := &instance{memory: &memoryMeter{}, stdout: newCapture(m.rt.cfg.MaxOutputBytes), stderr: newCapture(m.rt.cfg.MaxOutputBytes)}
 	// A fresh ModuleConfig keeps wazero's sandbox defaults: no arguments, no environment, no preopened
 	// directories, a fake wall clock and monotonic clock, and a deterministic random source. Extism sets none
 	// of them (except stdout/stderr when EXTISM_ENABLE_WASI_OUTPUT is set in the controller's environment).
 	mc := wazero.NewModuleConfig().WithStdout(inst.stdout).WithStderr(inst.stderr)
-	p, err := m.compiled.Instance(ctx, extism.PluginInstanceConfig{ModuleConfig: mc})
+	p, err := m.compiled.Instance(experimental.WithMemoryAllocator(ctx, inst.memory), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"sync"
 	"time"
 
@@ -44,11 +44,15 @@ func (m *Module) Metadata() abi.Metadata { return m.meta }
 
 // Implements reports whether the plugin can answer export: the module exports it and the metadata does not
 // say otherwise.
-func (m *Module) Implements(export string) bool { return m.exports[export] && m.meta.Implements(export) }
+func (m *Module) Implements(export string) bool {
+	return m.exports[export] && m.meta.Implements(export)
+}
 
 // init checks the export table, then reads and validates the metadata. Nothing else is called on a module
 // that fails here.
-func (m *Module) init(ctx context.Context) error {
+func (m *Module) init(ctx context.Context) (err error) {
+	// Every load failure after compilation is reported as a failed osm_metadata call.
+	defer m.observe(abi.ExportMetadata, time.Now(), &err)
 	inst, err := m.newInstance(ctx)
 	if err != nil {
 		return m.fail("", ReasonInvalidModule, "cannot instantiate module: "+err.Error(), err)
@@ -60,7 +64,7 @@ func (m *Module) init(ctx context.Context) error {
 	for _, required := range []string{abi.ExportMetadata, abi.ExportRender} {
 		if !m.exports[required] {
 			inst.close()
-			return m.fail(required, ReasonMissingExport, "module does not export "+required+"; is it an OSM plugin built with -buildmode=c-shared?", nil)
+			return m.fail(abi.ExportMetadata, ReasonMissingExport, "module does not export "+required+"; is it an OSM plugin built with -buildmode=c-shared?", nil)
 		}
 	}
 	out, err := m.call(ctx, abi.ExportMetadata, nil, inst)
@@ -85,7 +89,8 @@ func (m *Module) init(ctx context.Context) error {
 }
 
 // Render calls osm_render. An empty req.ABIVersion is set to abi.Version.
-func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
+func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (_ *abi.RenderResponse, err error) {
+	defer m.observe(abi.ExportRender, time.Now(), &err)
 	var resp abi.RenderResponse
 	if err := m.typedCall(ctx, abi.ExportRender, req, &req.ABIVersion, &resp); err != nil {
 		return nil, err
@@ -98,7 +103,8 @@ func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (*abi.Rende
 
 // Validate calls osm_validate. Callers check Implements(abi.ExportValidate) first; a plugin without it
 // accepts every profile its metadata matches.
-func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (*abi.ValidateResponse, error) {
+func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (_ *abi.ValidateResponse, err error) {
+	defer m.observe(abi.ExportValidate, time.Now(), &err)
 	var resp abi.ValidateResponse
 	if err := m.typedCall(ctx, abi.ExportValidate, req, &req.ABIVersion, &resp); err != nil {
 		return nil, err
@@ -110,7 +116,8 @@ func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (*abi.V
 }
 
 // Encode calls osm_encode.
-func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error) {
+func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (_ *abi.EncodeResponse, err error) {
+	defer m.observe(abi.ExportEncode, time.Now(), &err)
 	var resp abi.EncodeResponse
 	if err := m.typedCall(ctx, abi.ExportEncode, req, &req.ABIVersion, &resp); err != nil {
 		return nil, err
@@ -134,7 +141,7 @@ func (m *Module) typedCall(ctx context.Context, export string, req any, version 
 	in, err := json.Marshal(req)
 	*version = saved
 	if err != nil {
-		return fmt.Errorf("encoding %s request: %w", export, err)
+		return m.fail(export, ReasonInvalidInput, "cannot encode the request: "+err.Error(), err)
 	}
 	out, err := m.call(ctx, export, in, nil)
 	if err != nil {
@@ -148,7 +155,8 @@ func (m *Module) typedCall(ctx context.Context, export string, req any, version 
 
 // Call runs an export on raw input and returns its raw output. Render, Validate and Encode are the typed
 // versions the host normally uses.
-func (m *Module) Call(ctx context.Context, export string, in []byte) ([]byte, error) {
+func (m *Module) Call(ctx context.Context, export string, in []byte) (_ []byte, err error) {
+	defer m.observe(export, time.Now(), &err)
 	if !m.exports[export] {
 		return nil, m.fail(export, ReasonMissingExport, "module does not export "+export, nil)
 	}
@@ -166,9 +174,7 @@ func (m *Module) call(ctx context.Context, export string, in []byte, inst *insta
 	m.mu.RUnlock()
 	defer m.inflight.Done()
 
-	start := time.Now()
 	res := m.callOnInstance(ctx, export, in, inst)
-	m.rt.cfg.Hooks.called(CallEvent{Plugin: m.name, Digest: m.digest, Export: export, Duration: time.Since(start), Err: res.fail})
 	if res.fail != nil {
 		return nil, res.fail
 	}
@@ -218,6 +224,11 @@ func (m *Module) acquire(ctx context.Context) (*instance, error) {
 
 // release returns a healthy instance to the pool, or closes it when the pool is full or the module closed.
 func (m *Module) release(inst *instance) {
+	if inst.memory.bytes() > m.rt.cfg.IdleMemoryLimit {
+		// WebAssembly memory never shrinks: do not let one large render pin its peak while idle.
+		inst.close()
+		return
+	}
 	m.mu.RLock()
 	defer m.mu.RUnlock()
 	if !m.closed {
@@ -250,6 +261,16 @@ drain:
 		}
 	}
 	return m.compiled.Close(ctx)
+}
+
+// observe reports a finished call to the Called hook, after the output was checked, so that invalid output
+// counts as a failure.
+func (m *Module) observe(export string, start time.Time, errp *error) {
+	ev := CallEvent{Plugin: m.name, Digest: m.digest, Export: export, Duration: time.Since(start)}
+	if *errp != nil && !errors.As(*errp, &ev.Err) {
+		ev.Err = m.fail(export, "", (*errp).Error(), *errp)
+	}
+	m.rt.cfg.Hooks.called(ev)
 }
 
 func (m *Module) fail(export string, reason Reason, detail string, err error) *Error {

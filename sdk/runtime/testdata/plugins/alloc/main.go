@@ -17,11 +17,7 @@ func (plugin) Metadata() abi.Metadata {
 
 func (plugin) Render(*abi.RenderRequest) (*abi.RenderResponse, error) {
 	for {
-		b := make([]byte, 4<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
-		}
-		keep = append(keep, b)
+		keep = append(keep, make([]byte, 16<<20))
 	}
 }
 
