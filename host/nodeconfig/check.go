@@ -27,7 +27,10 @@ func Check(cfg *abi.NodeConfig) error {
 		if _, err := Mode(f.Permissions); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if _, err := Decode(f.Content); err != nil {
+		if f.Content.Inline == nil {
+			return fmt.Errorf("%s: content.inline is missing", where)
+		}
+		if _, err := ParseEncoding(f.Content.Inline.Encoding); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 	}

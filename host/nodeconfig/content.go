@@ -1,20 +1,15 @@
 // Package nodeconfig holds helpers over a rendered node configuration (abi.NodeConfig) that every encoder and
-// the render pipeline share: decoding file contents, reading permissions, checking a configuration before it is
-// encoded.
+// the render pipeline share: file encodings, permissions, and a structural check before encoding.
 package nodeconfig
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"fmt"
-	"io"
 	"strings"
-
-	"github.com/osmhq/osm/sdk/abi"
 )
 
-// Encodings of inline file content, as upstream OSM and cloud-init's write_files name them.
+// Encodings a file may ask for. As in upstream OSM, a file's inline data is always its plain content; the
+// encoding only says how the content travels inside cloud-config user-data (base64 keeps scripts with odd
+// characters intact; gzip makes large files smaller). Ignition ignores it and picks its own transport.
 const (
 	EncodingPlain      = ""
 	EncodingB64        = "b64"
@@ -27,51 +22,30 @@ const (
 	EncodingGzB64      = "gz+b64"
 )
 
-// maxDecodedSize bounds what a single file may expand to, so a gzip bomb in a profile cannot exhaust the
-// controller's memory.
-const maxDecodedSize = 64 << 20
+// Transport is how an encoding asks for content to be written.
+type Transport int
 
-// Decode returns the bytes a file's content stands for.
-func Decode(c abi.FileContent) ([]byte, error) {
-	if c.Inline == nil {
-		return nil, nil
-	}
-	data := c.Inline.Data
-	enc := strings.ToLower(strings.TrimSpace(c.Inline.Encoding))
-	gzipped := strings.HasPrefix(enc, "gz")
-	switch enc {
+const (
+	// TransportPlain writes the content as text.
+	TransportPlain Transport = iota
+	// TransportBase64 writes the content base64-encoded.
+	TransportBase64
+	// TransportGzip writes the content gzipped, then base64-encoded.
+	TransportGzip
+)
+
+// ParseEncoding maps an encoding name to its transport.
+func ParseEncoding(enc string) (Transport, error) {
+	switch strings.ToLower(strings.TrimSpace(enc)) {
 	case EncodingPlain:
-		return []byte(data), nil
-	case EncodingB64, EncodingBase64, EncodingGzipBase64, EncodingGzBase64, EncodingGzipB64, EncodingGzB64:
-		raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(data))
-		if err != nil {
-			return nil, fmt.Errorf("content is not valid base64: %w", err)
-		}
-		if !gzipped {
-			return raw, nil
-		}
-		return gunzip(raw)
-	case EncodingGzip, EncodingGz:
-		return gunzip([]byte(data))
+		return TransportPlain, nil
+	case EncodingB64, EncodingBase64:
+		return TransportBase64, nil
+	case EncodingGzip, EncodingGz, EncodingGzipBase64, EncodingGzBase64, EncodingGzipB64, EncodingGzB64:
+		return TransportGzip, nil
 	default:
-		return nil, fmt.Errorf("unknown encoding %q (want one of b64, base64, gzip, gz, gzip+base64, gz+base64, gzip+b64, gz+b64, or none)", c.Inline.Encoding)
+		return 0, fmt.Errorf("unknown encoding %q (want one of b64, base64, gzip, gz, gzip+base64, gz+base64, gzip+b64, gz+b64, or none)", enc)
 	}
-}
-
-func gunzip(data []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("content is not valid gzip: %w", err)
-	}
-	defer zr.Close()
-	out, err := io.ReadAll(io.LimitReader(zr, maxDecodedSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("content is not valid gzip: %w", err)
-	}
-	if len(out) > maxDecodedSize {
-		return nil, fmt.Errorf("content expands to more than %d bytes", maxDecodedSize)
-	}
-	return out, nil
 }
 
 // DefaultPermissions are the permissions of a file that declares none (0644), as upstream OSM defines them.

@@ -26,8 +26,8 @@ type FileContent struct {
 	Inline *FileContentInline `json:"inline,omitempty"`
 }
 
-// FileContentInline is a file's data and its encoding ("" for plain text, "b64", "base64", "gzip",
-// "gz+base64", ...).
+// FileContentInline is a file's content. Data is always the plain content; Encoding ("" , "b64", "base64",
+// "gzip", "gz+base64", ...) only says how the content travels inside cloud-config user-data, as in upstream OSM.
 type FileContentInline struct {
 	Encoding string `json:"encoding,omitempty"`
 	Data     string `json:"data"`

@@ -118,11 +118,13 @@ type FileContent struct {
 
 // FileContentInline contains a file's data and its encoding.
 type FileContentInline struct {
-	// Encoding is the data's encoding: empty for plain text, or b64/base64, gzip, gz+base64, gzip+base64,
-	// gz+b64, gzip+b64.
+	// Encoding is how the content travels inside cloud-config user-data: empty for plain text, b64 or base64
+	// for base64, gzip/gz (with or without +base64/+b64) for gzip then base64. As in upstream OSM, Data itself
+	// is always the plain content; Ignition ignores the encoding and picks its own transport.
 	// +optional
+	// +kubebuilder:validation:Enum="";b64;base64;gzip;gz;gzip+base64;gz+base64;gzip+b64;gz+b64
 	Encoding string `json:"encoding,omitempty"`
-	// Data is the file's data.
+	// Data is the file's plain content; in a profile, a Go template.
 	Data string `json:"data"`
 }
 

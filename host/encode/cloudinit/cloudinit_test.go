@@ -16,25 +16,15 @@ import (
 	"github.com/osmhq/osm/sdk/abi"
 )
 
-func gz(t *testing.T, s string) string {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	zw.Write([]byte(s))
-	zw.Close()
-	return base64.StdEncoding.EncodeToString(buf.Bytes())
-}
-
 func TestEncodeParsesBackAndPassesSchema(t *testing.T) {
 	tricky := "key: value\n  - not: a list\n'quoted' \"double\" # not a comment\n"
 	cfg := &abi.NodeConfig{
 		Files: []abi.File{
 			abi.PlainFile("/etc/tricky.conf", 600, tricky),
+			// As upstream: data is the plain content, the encoding is how it travels in the user-data.
 			{Path: "/opt/bin/setup", Permissions: ptr.To[int32](755),
-				Content: abi.FileContent{Inline: &abi.FileContentInline{Encoding: "b64", Data: base64.StdEncoding.EncodeToString([]byte("#!/bin/bash\necho hi\n"))}}},
-			{Path: "/etc/zipped", Content: abi.FileContent{Inline: &abi.FileContentInline{Encoding: "gzip+base64", Data: gz(t, "unzipped\n")}}},
-			{Path: "/opt/bin/binary", Permissions: ptr.To[int32](700),
-				Content: abi.FileContent{Inline: &abi.FileContentInline{Encoding: "b64", Data: base64.StdEncoding.EncodeToString([]byte{0xff, 0x00, 0xfe})}}},
+				Content: abi.FileContent{Inline: &abi.FileContentInline{Encoding: "b64", Data: "#!/bin/bash\necho hi\n"}}},
+			{Path: "/etc/zipped", Content: abi.FileContent{Inline: &abi.FileContentInline{Encoding: "gzip+base64", Data: "unzipped\n"}}},
 		},
 		Units: []abi.Unit{
 			{Name: "setup.service", Enable: ptr.To(true), Content: ptr.To("[Service]\nExecStart=/opt/bin/setup\n[Install]\nWantedBy=multi-user.target\n"),
@@ -74,9 +64,8 @@ func TestEncodeParsesBackAndPassesSchema(t *testing.T) {
 			"enabled": true, "gpgcheck": "1"}},
 		WriteFiles: []cloudinit.WriteFile{
 			{Path: "/etc/tricky.conf", Permissions: "0600", Content: tricky},
-			{Path: "/opt/bin/setup", Permissions: "0755", Content: "#!/bin/bash\necho hi\n"},
-			{Path: "/etc/zipped", Permissions: "0644", Content: "unzipped\n"},
-			{Path: "/opt/bin/binary", Permissions: "0700", Encoding: "b64", Content: "/wD+"},
+			{Path: "/opt/bin/setup", Permissions: "0755", Encoding: "b64", Content: base64.StdEncoding.EncodeToString([]byte("#!/bin/bash\necho hi\n"))},
+			{Path: "/etc/zipped", Permissions: "0644", Encoding: "gz+b64", Content: gzipped(t, "unzipped\n")},
 			{Path: "/etc/systemd/system/setup.service", Permissions: "0644", Content: *cfg.Units[0].Content},
 			{Path: "/etc/systemd/system/setup.service.d/10-env.conf", Permissions: "0644", Content: "[Service]\nEnvironment=A=1\n"},
 			{Path: "/etc/systemd/system/containerd.service.d/limits.conf", Permissions: "0644", Content: "[Service]\nLimitNOFILE=1048576\n"},
@@ -90,13 +79,23 @@ func TestEncodeParsesBackAndPassesSchema(t *testing.T) {
 	}
 }
 
+// gzipped is what the encoder must produce for a gzip encoding: it must decompress back to the content.
+func gzipped(t *testing.T, want string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	zw.Write([]byte(want))
+	zw.Close()
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
 func TestEncodeErrorsNameTheFile(t *testing.T) {
 	for name, tc := range map[string]struct {
 		file abi.File
 		want string
 	}{
 		"bad permissions": {abi.File{Path: "/a", Permissions: ptr.To[int32](678), Content: abi.FileContent{Inline: &abi.FileContentInline{Data: "x"}}}, "files[0] (/a): permissions 678"},
-		"bad base64":      {abi.File{Path: "/b", Content: abi.FileContent{Inline: &abi.FileContentInline{Encoding: "b64", Data: "!!"}}}, "files[0] (/b): content is not valid base64"},
+		"no content":      {abi.File{Path: "/b"}, "files[0] (/b): content.inline is missing"},
 		"bad encoding":    {abi.File{Path: "/c", Content: abi.FileContent{Inline: &abi.FileContentInline{Encoding: "rot13", Data: "x"}}}, `files[0] (/c): unknown encoding "rot13"`},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -1,41 +1,54 @@
 package cloudinit
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"fmt"
-	"unicode/utf8"
 
 	"github.com/osmhq/osm/host/nodeconfig"
 	"github.com/osmhq/osm/sdk/abi"
 )
 
-// WriteFiles adds the configuration's files to write_files. Text is written as is; content that is not valid
-// UTF-8 text (binaries, gzip) is written as base64 so YAML cannot mangle it.
+// WriteFiles adds the configuration's files to write_files, in the transport each file's encoding asks for.
 func WriteFiles(doc *Document, cfg *abi.NodeConfig) error {
 	for _, f := range cfg.Files {
-		wf, err := writeFile(f.Path, f.Permissions, f.Content)
+		wf, err := writeFile(f)
 		if err != nil {
-			return err
+			return fmt.Errorf("file %s: %w", f.Path, err)
 		}
 		doc.WriteFiles = append(doc.WriteFiles, wf)
 	}
 	return nil
 }
 
-func writeFile(path string, permissions *int32, content abi.FileContent) (WriteFile, error) {
-	perm, err := nodeconfig.OctalString(permissions)
+func writeFile(f abi.File) (WriteFile, error) {
+	perm, err := nodeconfig.OctalString(f.Permissions)
 	if err != nil {
-		return WriteFile{}, fmt.Errorf("file %s: %w", path, err)
+		return WriteFile{}, err
 	}
-	data, err := nodeconfig.Decode(content)
+	var data, encoding string
+	if f.Content.Inline != nil {
+		data, encoding = f.Content.Inline.Data, f.Content.Inline.Encoding
+	}
+	transport, err := nodeconfig.ParseEncoding(encoding)
 	if err != nil {
-		return WriteFile{}, fmt.Errorf("file %s: %w", path, err)
+		return WriteFile{}, err
 	}
-	wf := WriteFile{Path: path, Permissions: perm}
-	if utf8.Valid(data) {
-		wf.Content = string(data)
-		return wf, nil
+	wf := WriteFile{Path: f.Path, Permissions: perm}
+	switch transport {
+	case nodeconfig.TransportPlain:
+		wf.Content = data
+	case nodeconfig.TransportBase64:
+		wf.Encoding = "b64"
+		wf.Content = base64.StdEncoding.EncodeToString([]byte(data))
+	case nodeconfig.TransportGzip:
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		_, _ = zw.Write([]byte(data))
+		_ = zw.Close()
+		wf.Encoding = "gz+b64"
+		wf.Content = base64.StdEncoding.EncodeToString(buf.Bytes())
 	}
-	wf.Encoding = "b64"
-	wf.Content = base64Encode(data)
 	return wf, nil
 }

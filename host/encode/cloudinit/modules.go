@@ -1,7 +1,6 @@
 package cloudinit
 
 import (
-	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -83,5 +82,3 @@ func yumRepos(in map[string]map[string]string) (map[string]map[string]any, error
 	}
 	return out, nil
 }
-
-func base64Encode(data []byte) string { return base64.StdEncoding.EncodeToString(data) }

@@ -21,9 +21,9 @@ func Files(cfg *abi.NodeConfig, opts Options) ([]types.File, error) {
 		out = append(out, file("/etc/hostname", 0o644, []byte(opts.Hostname+"\n")))
 	}
 	for _, f := range cfg.Files {
-		data, err := nodeconfig.Decode(f.Content)
-		if err != nil {
-			return nil, fmt.Errorf("file %s: %w", f.Path, err)
+		var data []byte
+		if f.Content.Inline != nil {
+			data = []byte(f.Content.Inline.Data)
 		}
 		mode, err := nodeconfig.Mode(f.Permissions)
 		if err != nil {
