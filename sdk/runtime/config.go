@@ -39,6 +39,8 @@ type Config struct {
 	IdleMemoryLimit uint64
 	// MaxOutputBytes bounds the guest stdout and stderr kept per call. Default DefaultMaxOutputBytes.
 	MaxOutputBytes int
+	// CompileWorkers is how many goroutines compile one module's functions in parallel. Default GOMAXPROCS.
+	CompileWorkers int
 	// Hooks receive metrics and guest output.
 	Hooks Hooks
 }
@@ -64,6 +66,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxIdleInstances < 0 {
 		c.MaxIdleInstances = 0
+	}
+	if c.CompileWorkers <= 0 {
+		c.CompileWorkers = goruntime.GOMAXPROCS(0)
 	}
 	if c.IdleMemoryLimit == 0 {
 		c.IdleMemoryLimit = DefaultIdleMemoryLimit

@@ -92,7 +92,11 @@ func (m *Module) init(ctx context.Context) (err error) {
 func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (_ *abi.RenderResponse, err error) {
 	defer m.observe(abi.ExportRender, time.Now(), &err)
 	var resp abi.RenderResponse
-	if err := m.typedCall(ctx, abi.ExportRender, req, &req.ABIVersion, &resp); err != nil {
+	r := *req // a shallow copy: callers may share one request between goroutines
+	if r.ABIVersion == "" {
+		r.ABIVersion = abi.Version
+	}
+	if err := m.typedCall(ctx, abi.ExportRender, &r, &resp); err != nil {
 		return nil, err
 	}
 	if err := resp.Check(); err != nil {
@@ -106,7 +110,11 @@ func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (_ *abi.Ren
 func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (_ *abi.ValidateResponse, err error) {
 	defer m.observe(abi.ExportValidate, time.Now(), &err)
 	var resp abi.ValidateResponse
-	if err := m.typedCall(ctx, abi.ExportValidate, req, &req.ABIVersion, &resp); err != nil {
+	r := *req // a shallow copy: callers may share one request between goroutines
+	if r.ABIVersion == "" {
+		r.ABIVersion = abi.Version
+	}
+	if err := m.typedCall(ctx, abi.ExportValidate, &r, &resp); err != nil {
 		return nil, err
 	}
 	if err := resp.Check(); err != nil {
@@ -119,7 +127,11 @@ func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (_ *abi
 func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (_ *abi.EncodeResponse, err error) {
 	defer m.observe(abi.ExportEncode, time.Now(), &err)
 	var resp abi.EncodeResponse
-	if err := m.typedCall(ctx, abi.ExportEncode, req, &req.ABIVersion, &resp); err != nil {
+	r := *req // a shallow copy: callers may share one request between goroutines
+	if r.ABIVersion == "" {
+		r.ABIVersion = abi.Version
+	}
+	if err := m.typedCall(ctx, abi.ExportEncode, &r, &resp); err != nil {
 		return nil, err
 	}
 	if err := resp.Check(); err != nil {
@@ -128,18 +140,12 @@ func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (_ *abi.Enc
 	return &resp, nil
 }
 
-// typedCall encodes req (stamping its ABI version, on a copy of the version only), calls export and decodes
-// the output into resp.
-func (m *Module) typedCall(ctx context.Context, export string, req any, version *string, resp any) error {
+// typedCall encodes req, calls export and decodes the output into resp.
+func (m *Module) typedCall(ctx context.Context, export string, req, resp any) error {
 	if !m.Implements(export) {
 		return m.fail(export, ReasonMissingExport, "plugin does not implement "+export, nil)
 	}
-	saved := *version
-	if saved == "" {
-		*version = abi.Version
-	}
 	in, err := json.Marshal(req)
-	*version = saved
 	if err != nil {
 		return m.fail(export, ReasonInvalidInput, "cannot encode the request: "+err.Error(), err)
 	}

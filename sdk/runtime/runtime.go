@@ -14,6 +14,7 @@ import (
 
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/experimental"
 )
 
 // Runtime loads and caches plugin modules. It is safe for concurrent use.
@@ -200,7 +201,7 @@ func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte)
 		// Without this a guest in a tight loop cannot be interrupted.
 		WithCloseOnContextDone(true)
 	start := time.Now()
-	compiled, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+	compiled, err := extism.NewCompiledPlugin(experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers), extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
 		// No AllowedHosts and no AllowedPaths: Extism denies every HTTP request and mounts nothing.
 	}, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)

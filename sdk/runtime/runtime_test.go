@@ -98,3 +98,24 @@ func TestPluginErrors(t *testing.T) {
 		t.Fatalf("render after errors: %v", err)
 	}
 }
+
+// TestConcurrentRendersShareARequest: callers may render one request from several goroutines (run with -race).
+func TestConcurrentRendersShareARequest(t *testing.T) {
+	m := load(t, newRuntime(t, runtime.Config{}), "healthy")
+	req := renderRequest()
+	errs := make(chan error)
+	for range 4 {
+		go func() {
+			_, err := m.Render(context.Background(), req)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	if req.ABIVersion != "" {
+		t.Errorf("Render changed the caller's request: abiVersion %q", req.ABIVersion)
+	}
+}

@@ -1,0 +1,124 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// The benchmarks use the healthy test plugin, a 3.4 MB Go module like the default OS plugins.
+//
+//	go test -run '^$' -bench . -count 5 ./runtime
+
+// BenchmarkCompileCold compiles the module with an empty cache: a controller's first start.
+func BenchmarkCompileCold(b *testing.B) {
+	for _, workers := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			wasm := testPlugin(b, "healthy")
+			for b.Loop() {
+				rt, err := runtime.New(runtime.Config{CacheDir: b.TempDir(), CompileWorkers: workers})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := rt.Load(context.Background(), "healthy", wasm); err != nil {
+					b.Fatal(err)
+				}
+				rt.Close(context.Background())
+			}
+		})
+	}
+}
+
+// BenchmarkRestartReady is a controller restart with a warm disk cache: a new runtime loads the module
+// (compile from disk, metadata read and validated) and renders once.
+func BenchmarkRestartReady(b *testing.B) {
+	wasm := testPlugin(b, "healthy")
+	dir := b.TempDir()
+	warm, err := runtime.New(runtime.Config{CacheDir: dir})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := warm.Load(context.Background(), "healthy", wasm); err != nil {
+		b.Fatal(err)
+	}
+	warm.Close(context.Background())
+	req := benchRequest()
+	for b.Loop() {
+		rt, err := runtime.New(runtime.Config{CacheDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := rt.Load(context.Background(), "healthy", wasm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.Render(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+		rt.Close(context.Background())
+	}
+}
+
+// BenchmarkInstance is a render on a fresh instance every time (no idle pool): instantiation, the Go
+// runtime's start-up in the guest, and the call.
+func BenchmarkInstance(b *testing.B) {
+	rt := newRuntime(b, runtime.Config{MaxIdleInstances: -1})
+	m := load(b, rt, "healthy")
+	req := benchRequest()
+	for b.Loop() {
+		if _, err := m.Render(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRender is one render on a warm pooled instance, the steady state of the controller, for a small
+// request (one file, ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB). The guest's JSON
+// decoding dominates and scales with the request; wazero's interruptible mode (needed for the timeout) makes
+// it about four times slower than uninterruptible code would run.
+func BenchmarkRender(b *testing.B) {
+	m := load(b, newRuntime(b, runtime.Config{}), "healthy")
+	for _, bc := range []struct {
+		name string
+		req  *abi.RenderRequest
+	}{{"small", renderRequest()}, {"realistic", benchRequest()}} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := m.Render(context.Background(), bc.req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRenderParallel measures render throughput with one goroutine per core.
+func BenchmarkRenderParallel(b *testing.B) {
+	m := load(b, newRuntime(b, runtime.Config{}), "healthy")
+	req := benchRequest()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := m.Render(context.Background(), req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// benchRequest is a render request of realistic size: ~40 files and units of template output.
+func benchRequest() *abi.RenderRequest {
+	req := renderRequest()
+	for i := range 30 {
+		req.Input.Files = append(req.Input.Files, abi.PlainFile(fmt.Sprintf("/etc/osm/file-%d.conf", i), 644,
+			fmt.Sprintf("# generated\nkey-%d = value\nanother = setting with some text to make it realistic\n", i)))
+	}
+	for i := range 10 {
+		content := fmt.Sprintf("[Unit]\nDescription=unit %d\n[Service]\nExecStart=/usr/bin/true\n", i)
+		req.Input.Units = append(req.Input.Units, abi.Unit{Name: fmt.Sprintf("unit-%d.service", i), Content: &content})
+	}
+	return req
+}
