@@ -1,0 +1,44 @@
+package oci
+
+import (
+	"context"
+	"fmt"
+
+	"oras.land/oras-go/v2"
+)
+
+// Copy copies the plugin artifact src to dst and returns dst pinned by digest. dst may name a tag
+// ("registry/repo:tag"); without one the source's tag is kept, or, for a source given by digest, the artifact
+// is pushed by digest only. The digest does not change, so profiles pinned to it keep working against the copy.
+func (c *Client) Copy(ctx context.Context, src, dst string) (string, error) {
+	// Pull verifies the source (layout, digests) and warms the cache; copying an unverified artifact to an
+	// air-gapped registry would only move the problem.
+	if _, err := c.Pull(ctx, src); err != nil {
+		return "", err
+	}
+	s, err := parse(src)
+	if err != nil {
+		return "", err
+	}
+	d, err := parse(dst)
+	if err != nil {
+		return "", err
+	}
+	_, md, err := c.Resolve(ctx, src)
+	if err != nil {
+		return "", err
+	}
+	srcRef := md.String()
+	dstRef := d.Reference
+	if dstRef == "" {
+		dstRef = s.Reference
+		if _, err := s.Digest(); err == nil {
+			dstRef = md.String()
+		}
+	}
+	desc, err := oras.Copy(ctx, c.repository(s), srcRef, c.repository(d), dstRef, oras.DefaultCopyOptions)
+	if err != nil {
+		return "", fmt.Errorf("copy %s to %s: %w", src, dst, err)
+	}
+	return pinned(d, desc.Digest), nil
+}
