@@ -61,7 +61,9 @@ func (r *testRegistry) client(t *testing.T, opts Options) *Client {
 }
 
 // fakeModule is module bytes; the OCI layer does not look inside them.
-func fakeModule(seed string) []byte { return append([]byte("\x00asm\x01\x00\x00\x00"), []byte(seed)...) }
+func fakeModule(seed string) []byte {
+	return append([]byte("\x00asm\x01\x00\x00\x00"), []byte(seed)...)
+}
 
 // pushRaw pushes an arbitrary single-layer manifest, to build artifacts Push would never produce.
 func pushRaw(t *testing.T, c *Client, ref, configType, layerType string, layer []byte) string {

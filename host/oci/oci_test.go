@@ -75,7 +75,7 @@ func TestPullRejects(t *testing.T) {
 		wantErr string
 	}{
 		{
-			name:   "layer replaced in transit",
+			name: "layer replaced in transit",
 			// Same length, so only the digest check can catch it.
 			tamper: replaceBody("/blobs/sha256:", []byte("\x00asm\x01\x00\x00\x00evil!")),
 			push: func(t *testing.T, c *Client, host string) string {
