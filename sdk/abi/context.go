@@ -157,4 +157,6 @@ type SecretPlaceholders struct {
 	CloudConfig string `json:"cloudConfig,omitempty"`
 	// RegistryAuth is the content of containerd's registry credentials configuration.
 	RegistryAuth string `json:"registryAuth,omitempty"`
+	// RHSubscriptionPassword is the Red Hat subscription manager password of RHEL machines.
+	RHSubscriptionPassword string `json:"rhSubscriptionPassword,omitempty"`
 }
