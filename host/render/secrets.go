@@ -15,6 +15,8 @@ var Placeholders = abi.SecretPlaceholders{
 	ProvisioningToken: "__OSM_SECRET_PROVISIONING_TOKEN__",
 	CloudConfig:       "__OSM_SECRET_CLOUD_CONFIG__",
 	RegistryAuth:      "__OSM_SECRET_REGISTRY_AUTH__",
+	// The RHEL subscription password comes from the MachineDeployment; it is kept out of the OSC all the same.
+	RHSubscriptionPassword: "__OSM_SECRET_RH_SUBSCRIPTION_PASSWORD__",
 }
 
 // SecretValues are the real credentials the placeholders stand for.
@@ -23,6 +25,8 @@ type SecretValues struct {
 	ProvisioningToken string
 	CloudConfig       string
 	RegistryAuth      string
+	// RHSubscriptionPassword is filled in by the pipeline from the MachineDeployment.
+	RHSubscriptionPassword string
 }
 
 func (v SecretValues) replacer() *strings.Replacer {
@@ -31,13 +35,14 @@ func (v SecretValues) replacer() *strings.Replacer {
 		Placeholders.ProvisioningToken, v.ProvisioningToken,
 		Placeholders.CloudConfig, v.CloudConfig,
 		Placeholders.RegistryAuth, v.RegistryAuth,
+		Placeholders.RHSubscriptionPassword, v.RHSubscriptionPassword,
 	)
 }
 
 // values lists the non-empty secret values, to check output for leaks.
 func (v SecretValues) values() []string {
 	var out []string
-	for _, s := range []string{v.BootstrapToken, v.ProvisioningToken, v.CloudConfig, v.RegistryAuth} {
+	for _, s := range []string{v.BootstrapToken, v.ProvisioningToken, v.CloudConfig, v.RegistryAuth, v.RHSubscriptionPassword} {
 		if s != "" {
 			out = append(out, s)
 		}

@@ -37,6 +37,9 @@ const (
 	ReasonProfileNotFound = "ProfileNotFound"
 	// ReasonBootstrapTooLarge means the bootstrap user-data exceeds the provider limit.
 	ReasonBootstrapTooLarge = "BootstrapTooLarge"
+	// ReasonRenderFailed means rendering failed for a reason none of the others describe, such as missing
+	// cluster information.
+	ReasonRenderFailed = "RenderFailed"
 	// ReasonWriteFailed means writing an object to the API server failed.
 	ReasonWriteFailed = "WriteFailed"
 )

@@ -21,19 +21,24 @@ type Options struct {
 	// Hostname, when set, becomes cloud-init's hostname. machine-controller replaces the placeholder
 	// "<MACHINE_NAME>" with the machine's name.
 	Hostname string
+	// PackageUpgrade upgrades all packages at first boot and reboots if needed (the OS spec's
+	// distUpgradeOnBoot).
+	PackageUpgrade bool
 }
 
 // Document is the subset of cloud-config OSM writes, in the order it is written.
 type Document struct {
-	Hostname          string                    `yaml:"hostname,omitempty"`
-	SSHPwauth         *bool                     `yaml:"ssh_pwauth,omitempty"`
-	SSHAuthorizedKeys []string                  `yaml:"ssh_authorized_keys,omitempty"`
-	RHSubscription    map[string]any            `yaml:"rh_subscription,omitempty"`
-	YumRepoDir        string                    `yaml:"yum_repo_dir,omitempty"`
-	YumRepos          map[string]map[string]any `yaml:"yum_repos,omitempty"`
-	WriteFiles        []WriteFile               `yaml:"write_files,omitempty"`
-	BootCMD           []string                  `yaml:"bootcmd,omitempty"`
-	RunCMD            []string                  `yaml:"runcmd,omitempty"`
+	Hostname                string                    `yaml:"hostname,omitempty"`
+	PackageUpgrade          bool                      `yaml:"package_upgrade,omitempty"`
+	PackageRebootIfRequired bool                      `yaml:"package_reboot_if_required,omitempty"`
+	SSHPwauth               *bool                     `yaml:"ssh_pwauth,omitempty"`
+	SSHAuthorizedKeys       []string                  `yaml:"ssh_authorized_keys,omitempty"`
+	RHSubscription          map[string]any            `yaml:"rh_subscription,omitempty"`
+	YumRepoDir              string                    `yaml:"yum_repo_dir,omitempty"`
+	YumRepos                map[string]map[string]any `yaml:"yum_repos,omitempty"`
+	WriteFiles              []WriteFile               `yaml:"write_files,omitempty"`
+	BootCMD                 []string                  `yaml:"bootcmd,omitempty"`
+	RunCMD                  []string                  `yaml:"runcmd,omitempty"`
 }
 
 // WriteFile is one entry of write_files.
@@ -46,7 +51,7 @@ type WriteFile struct {
 
 // Build assembles the document for cfg.
 func Build(cfg *abi.NodeConfig, opts Options) (*Document, error) {
-	doc := &Document{Hostname: opts.Hostname}
+	doc := &Document{Hostname: opts.Hostname, PackageUpgrade: opts.PackageUpgrade, PackageRebootIfRequired: opts.PackageUpgrade}
 	SSHKeys(doc, cfg)
 	if err := WriteFiles(doc, cfg); err != nil {
 		return nil, err

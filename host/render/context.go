@@ -1,0 +1,150 @@
+package render
+
+import (
+	"encoding/json"
+
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+// renderContext is what a plugin sees: the same facts as the template data, in the ABI's shape.
+func (m *machine) renderContext(cr crConfig) abi.RenderContext {
+	s, md, pc := m.Settings, m.MachineDeployment, m.provider
+	var dns []string
+	for _, ip := range s.ClusterDNSIPs {
+		dns = append(dns, ip.String())
+	}
+	ctx := abi.RenderContext{
+		MachineDeployment: abi.ObjectRef{Name: md.Name, Namespace: md.Namespace, Revision: md.Annotations["machinedeployment.clusters.k8s.io/revision"]},
+		OperatingSystem:   abi.OSInfo{Name: pc.OperatingSystem, Version: m.Profile.Spec.OSVersion, Spec: redact(pc.OperatingSystemSpec.Raw)},
+		CloudProvider: abi.CloudProvider{
+			Name:           pc.CloudProvider,
+			Spec:           json.RawMessage(m.providerSpec.Spec.Raw),
+			MachineSpec:    redact(pc.CloudProviderSpec.Raw),
+			External:       s.ExternalCloudProvider,
+			HasCloudConfig: m.cloudConfigPlaceholder() != "",
+		},
+		Cluster: abi.Cluster{
+			ServerURL: m.serverURL,
+			CACert:    m.caCert,
+			DNSIPs:    dns,
+			Domain:    s.ClusterDomain,
+			ProvisioningSecret: abi.SecretRef{
+				Namespace: s.CloudInitSettingsNamespace, Name: ProvisioningSecretName(md), Key: CloudConfigKey,
+			},
+		},
+		Kubelet: abi.Kubelet{
+			Version:       m.kubeletVersion.String(),
+			FeatureGates:  s.KubeletFeatureGates,
+			InitialTaints: s.InitialTaints,
+			Config:        m.kubelet.abi(),
+		},
+		ContainerRuntime: abi.ContainerRuntime{
+			Name:                      s.ContainerRuntime,
+			PauseImage:                s.PauseImage,
+			InsecureRegistries:        s.InsecureRegistries,
+			RegistryMirrors:           s.RegistryMirrors,
+			ContainerdRegistryMirrors: s.ContainerdRegistryMirrors,
+			RegistryCredentials:       s.RegistryCredentialHosts,
+			Config:                    cr.config,
+			HostsTOML:                 cr.hosts,
+		},
+		Proxy:         abi.Proxy{HTTPProxy: s.HTTPProxy, NoProxy: s.NoProxy},
+		SSHPublicKeys: pc.SSHPublicKeys,
+		HostCACert:    s.HostCACert,
+		BinaryBaseURL: s.BinaryBaseURL,
+		Secrets:       m.placeholders(),
+	}
+	if m.inTreeCCMAvailable() {
+		ctx.CloudProvider.InTreeName = pc.CloudProvider
+	}
+	if n := pc.Network; n != nil {
+		ctx.Network = abi.Network{IPFamily: string(n.IPFamily), CIDR: n.CIDR, Gateway: n.Gateway, DNSServers: n.DNS.Servers}
+	}
+	return ctx
+}
+
+// placeholders lists the placeholders that apply to this machine.
+func (m *machine) placeholders() abi.SecretPlaceholders {
+	p := abi.SecretPlaceholders{
+		BootstrapToken:    Placeholders.BootstrapToken,
+		ProvisioningToken: Placeholders.ProvisioningToken,
+		CloudConfig:       m.cloudConfigPlaceholder(),
+	}
+	if len(m.Settings.RegistryCredentialHosts) > 0 {
+		p.RegistryAuth = Placeholders.RegistryAuth
+	}
+	p.RHSubscriptionPassword = m.rhPasswordPlaceholder()
+	return p
+}
+
+func (kc KubeletConfig) abi() abi.KubeletConfig {
+	out := abi.KubeletConfig{
+		MaxPods:                     kc.MaxPods,
+		ImageGCHighThresholdPercent: kc.ImageGCHighThresholdPercent,
+		ImageGCLowThresholdPercent:  kc.ImageGCLowThresholdPercent,
+	}
+	if kc.KubeReserved != nil {
+		out.KubeReserved = *kc.KubeReserved
+	}
+	if kc.SystemReserved != nil {
+		out.SystemReserved = *kc.SystemReserved
+	}
+	if kc.EvictionHard != nil {
+		out.EvictionHard = *kc.EvictionHard
+	}
+	if kc.ContainerLogMaxSize != nil {
+		out.ContainerLogMaxSize = *kc.ContainerLogMaxSize
+	}
+	if kc.ContainerLogMaxFiles != nil {
+		var n int32
+		if err := json.Unmarshal([]byte(*kc.ContainerLogMaxFiles), &n); err == nil {
+			out.ContainerLogMaxFiles = &n
+		}
+	}
+	if kc.ImageMinimumGCAge != nil {
+		out.ImageMinimumGCAge = kc.ImageMinimumGCAge.Duration.String()
+	}
+	if kc.ImageMaximumGCAge != nil {
+		out.ImageMaximumGCAge = kc.ImageMaximumGCAge.Duration.String()
+	}
+	return out
+}
+
+// secretKeys are keys whose values are credentials in provider and OS specs. Plugins never need them, so
+// they are dropped before a spec crosses into the sandbox.
+var secretKeys = map[string]bool{
+	"password": true, "secretAccessKey": true, "accessKeyID": true, "clientSecret": true, "token": true,
+	"serviceAccount": true, "rhelSubscriptionManagerPassword": true, "rhsmOfflineToken": true, "secretKeyRef": true,
+	"applicationCredentialSecret": true, "kubeconfig": true, "apiToken": true, "privateKey": true,
+}
+
+// redact removes credential fields (at any depth) from a JSON object.
+func redact(raw []byte) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil
+	}
+	var walk func(any) any
+	walk = func(v any) any {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, c := range t {
+				if secretKeys[k] {
+					delete(t, k)
+					continue
+				}
+				t[k] = walk(c)
+			}
+		case []any:
+			for i, c := range t {
+				t[i] = walk(c)
+			}
+		}
+		return v
+	}
+	out, _ := json.Marshal(walk(v))
+	return out
+}

@@ -1,0 +1,244 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/containerd"
+	"github.com/osmhq/osm/host/nodeconfig"
+	"github.com/osmhq/osm/host/templates"
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+// CloudConfigKey is the key of the user-data in the Secrets machine-controller reads.
+const CloudConfigKey = "cloud-config"
+
+// Renderer turns a profile and a MachineDeployment into an OperatingSystemConfig and user-data.
+type Renderer struct {
+	// Plugins resolves the plugins profiles refer to. Without it, profiles with a plugin fail to render.
+	Plugins PluginSource
+}
+
+// Output is a rendered configuration. Its Spec holds placeholders where credentials go; UserData substitutes
+// them and encodes a stage for the provisioning utility.
+type Output struct {
+	// Spec is the OperatingSystemConfig spec.
+	Spec osmv1alpha1.OperatingSystemConfigSpec
+	// Plugin is the plugin that rendered the configuration, nil for a templates-only profile.
+	Plugin *osmv1alpha1.ResolvedPlugin
+	// Warnings are the plugin's warnings, to be shown as events.
+	Warnings []string
+
+	stages       map[abi.Stage]*abi.NodeConfig
+	plugin       Plugin
+	context      abi.RenderContext
+	fromMachine  SecretValues
+	hostname     bool
+	distUpgrade  bool
+	machineState *machine
+}
+
+type crConfig struct {
+	config string
+	hosts  map[string]string
+	files  []containerd.HostsFile
+}
+
+// Render renders both stages of the profile for the MachineDeployment.
+func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
+	m, err := decode(in)
+	if err != nil {
+		return nil, err
+	}
+	cr, err := m.containerRuntime()
+	if err != nil {
+		return nil, err
+	}
+	plugin, err := r.plugin(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	out := &Output{
+		stages:       map[abi.Stage]*abi.NodeConfig{},
+		plugin:       plugin,
+		context:      m.renderContext(cr),
+		fromMachine:  m.secretValues(),
+		hostname:     m.cloudProvider() != "aws",
+		distUpgrade:  m.os.distUpgradeOnBoot(),
+		machineState: m,
+	}
+	data := m.templateData(cr.config)
+	osp := m.Profile
+	for _, st := range []struct {
+		stage   abi.Stage
+		section string
+		cfg     *osmv1alpha1.OSPConfig
+	}{
+		{abi.StageBootstrap, "spec.bootstrapConfig", &osp.Spec.BootstrapConfig},
+		{abi.StageProvisioning, "spec.provisioningConfig", &osp.Spec.ProvisioningConfig},
+	} {
+		cfg, err := templates.RenderStage(st.section, st.cfg, m.Settings.ContainerRuntime, data)
+		if err != nil {
+			return nil, withReason(osmv1alpha1.ReasonTemplateError, fmt.Errorf("profile %s: %w", objectName(osp.Namespace, osp.Name), err))
+		}
+		m.completeStage(st.stage, cfg, cr)
+		if plugin != nil {
+			if cfg, err = out.callRender(ctx, m, st.stage, cfg); err != nil {
+				return nil, err
+			}
+		}
+		if err := nodeconfig.Check(cfg); err != nil {
+			return nil, withReason(osmv1alpha1.ReasonRenderFailed, fmt.Errorf("%s stage: %w", st.stage, err))
+		}
+		out.stages[st.stage] = cfg
+	}
+	if plugin != nil {
+		id := plugin.Identity()
+		out.Plugin = &id
+	}
+	out.Spec = osmv1alpha1.OperatingSystemConfigSpec{
+		OSName:              osp.Spec.OSName,
+		OSVersion:           osp.Spec.OSVersion,
+		CloudProvider:       osmv1alpha1.CloudProviderSpec{Name: m.cloudProvider(), Spec: *m.provider.CloudProviderSpec.DeepCopy()},
+		BootstrapConfig:     ToOSC(out.stages[abi.StageBootstrap]),
+		ProvisioningConfig:  ToOSC(out.stages[abi.StageProvisioning]),
+		ProvisioningUtility: osmv1alpha1.ProvisioningUtility(m.utility),
+	}
+	return out, nil
+}
+
+// completeStage adds what upstream OSM adds to every profile's output: the SSH keys, the RHEL subscription
+// module and, for provisioning, containerd's per-registry hosts.toml files.
+func (m *machine) completeStage(stage abi.Stage, cfg *abi.NodeConfig, cr crConfig) {
+	cfg.UserSSHKeys = append([]string(nil), m.provider.SSHPublicKeys...)
+	if sub := m.rhSubscription(); sub != nil {
+		cfg.EnsureModules().RHSubscription = sub
+	}
+	if stage == abi.StageProvisioning {
+		for _, h := range cr.files {
+			cfg.Files = append(cfg.Files, abi.PlainFile(h.Path, 600, h.Content))
+		}
+	}
+}
+
+func (m *machine) containerRuntime() (crConfig, error) {
+	s := m.Settings
+	if s.ContainerRuntime != "containerd" {
+		return crConfig{}, unsupported(fmt.Errorf("container runtime %q is not supported; only containerd is", s.ContainerRuntime))
+	}
+	opts := containerd.Options{
+		PauseImage:                s.PauseImage,
+		InsecureRegistries:        s.InsecureRegistries,
+		RegistryMirrors:           s.RegistryMirrors,
+		ContainerdRegistryMirrors: s.ContainerdRegistryMirrors,
+	}
+	if len(s.RegistryCredentialHosts) > 0 {
+		opts.AuthPlaceholder = Placeholders.RegistryAuth
+	}
+	config, err := containerd.ConfigTOML(opts)
+	if err != nil {
+		return crConfig{}, err
+	}
+	cr := crConfig{config: config, hosts: map[string]string{}, files: containerd.HostsFiles(opts)}
+	for _, h := range cr.files {
+		cr.hosts[h.Registry] = h.Content
+	}
+	return cr, nil
+}
+
+func (r *Renderer) plugin(ctx context.Context, m *machine) (Plugin, error) {
+	ref := m.Profile.Spec.Plugin
+	if ref == nil {
+		return nil, nil
+	}
+	if r.Plugins == nil {
+		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, errors.New("profile has a plugin but no plugin source is configured"))
+	}
+	p, err := r.Plugins.Resolve(ctx, m.Profile.Namespace, ref)
+	if err != nil {
+		var re *Error
+		if errors.As(err, &re) {
+			return nil, err
+		}
+		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, err)
+	}
+	md := p.Metadata()
+	osp := m.Profile
+	switch {
+	case !md.SupportsOS(string(osp.Spec.OSName), osp.Spec.OSVersion):
+		return nil, unsupported(fmt.Errorf("plugin %q does not support %s %s", md.Name, osp.Spec.OSName, osp.Spec.OSVersion))
+	case !md.SupportsUtility(m.utility):
+		return nil, unsupported(fmt.Errorf("plugin %q does not render for provisioning utility %q", md.Name, m.utility))
+	case !md.SupportsCloudProvider(m.cloudProvider()):
+		return nil, unsupported(fmt.Errorf("plugin %q does not support cloud provider %q", md.Name, m.cloudProvider()))
+	}
+	return p, nil
+}
+
+func (o *Output) callRender(ctx context.Context, m *machine, stage abi.Stage, in *abi.NodeConfig) (*abi.NodeConfig, error) {
+	req := &abi.RenderRequest{
+		ABIVersion:          abi.Version,
+		Stage:               stage,
+		ProvisioningUtility: m.utility,
+		Config:              pluginConfig(o.plugin.Metadata(), m.Profile.Spec.Plugin.Config),
+		Context:             o.context,
+		Input:               *in,
+	}
+	resp, err := o.plugin.Render(ctx, req)
+	if err != nil {
+		return nil, withReason(osmv1alpha1.ReasonPluginFailed, err)
+	}
+	o.Warnings = append(o.Warnings, resp.Warnings...)
+	cfg := resp.Config
+	return &cfg, nil
+}
+
+// pluginConfig fills the schema's defaults into the profile's plugin config.
+func pluginConfig(md abi.Metadata, cfg map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, opt := range md.ConfigSchema {
+		if opt.Default != "" {
+			out[opt.Name] = opt.Default
+		}
+	}
+	for k, v := range cfg {
+		out[k] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// Stage returns the rendered configuration of a stage, with placeholders.
+func (o *Output) Stage(stage abi.Stage) *abi.NodeConfig { return o.stages[stage] }
+
+// Utility is the provisioning utility the configuration is for.
+func (o *Output) Utility() string { return string(o.Spec.ProvisioningUtility) }
+
+// ToOSC converts a rendered stage to its OperatingSystemConfig form.
+func ToOSC(cfg *abi.NodeConfig) osmv1alpha1.OSCConfig {
+	out := osmv1alpha1.OSCConfig{UserSSHKeys: cfg.UserSSHKeys}
+	for _, f := range cfg.Files {
+		of := osmv1alpha1.File{Path: f.Path, Permissions: f.Permissions}
+		if f.Content.Inline != nil {
+			of.Content.Inline = &osmv1alpha1.FileContentInline{Encoding: f.Content.Inline.Encoding, Data: f.Content.Inline.Data}
+		}
+		out.Files = append(out.Files, of)
+	}
+	for _, u := range cfg.Units {
+		ou := osmv1alpha1.Unit{Name: u.Name, Enable: u.Enable, Mask: u.Mask, Content: u.Content}
+		for _, d := range u.DropIns {
+			ou.DropIns = append(ou.DropIns, osmv1alpha1.DropIn{Name: d.Name, Content: d.Content})
+		}
+		out.Units = append(out.Units, ou)
+	}
+	if m := cfg.Modules; m != nil {
+		out.CloudInitModules = &osmv1alpha1.CloudInitModule{
+			BootCMD: m.BootCMD, RunCMD: m.RunCMD, RHSubscription: m.RHSubscription, YumRepos: m.YumRepos, YumRepoDir: m.YumRepoDir,
+		}
+	}
+	return out
+}

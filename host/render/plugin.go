@@ -1,0 +1,28 @@
+package render
+
+import (
+	"context"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+// Plugin is a loaded OS plugin, as the render pipeline uses it. Calls are safe for concurrent use; the plugin
+// runtime gives each call its own sandbox instance.
+type Plugin interface {
+	// Metadata is what the plugin declared when it was loaded.
+	Metadata() abi.Metadata
+	// Identity says exactly which module this is (name, version, source, digest).
+	Identity() osmv1alpha1.ResolvedPlugin
+	// Render calls osm_render.
+	Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error)
+	// Encode calls osm_encode; it fails if the plugin has no such export.
+	Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error)
+}
+
+// PluginSource resolves a profile's plugin reference to a loaded plugin.
+type PluginSource interface {
+	// Resolve loads the plugin a profile in namespace refers to. Errors carry a condition reason (see
+	// Reason): PluginNotFound, PluginPullFailed or PluginInvalid.
+	Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (Plugin, error)
+}

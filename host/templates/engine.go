@@ -1,0 +1,176 @@
+package templates
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+	"text/template"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/nodeconfig"
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+var funcs = FuncMap()
+
+// RenderStage renders one section of a profile (bootstrapConfig or provisioningConfig) for a container
+// runtime, with upstream OSM's semantics so that upstream profiles produce the same files:
+//
+//   - the files of the matching supportedContainerRuntimes entry are appended to the section's files, and its
+//     templates are available next to the section's own (which win on a name clash);
+//   - every named template is executed on its own first, and its output is what {{ template "x" }} inserts,
+//     with trailing whitespace trimmed and a leading newline;
+//   - every file's content is a template; files without permissions get 644;
+//   - units and cloud-init modules are copied as they are.
+//
+// section names the section in errors ("provisioningConfig"); errors also name the file or template and the
+// line, so an operator can find the problem in the profile.
+func RenderStage(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
+	files := append([]osmv1alpha1.File(nil), cfg.Files...)
+	named := map[string]string{}
+	for _, cr := range cfg.SupportedContainerRuntimes {
+		if string(cr.Name) != containerRuntime {
+			continue
+		}
+		files = append(files, cr.Files...)
+		for k, v := range cr.Templates {
+			named[k] = v
+		}
+		break
+	}
+	for k, v := range cfg.Templates {
+		named[k] = v
+	}
+	defines, err := renderNamed(section, named, data)
+	if err != nil {
+		return nil, err
+	}
+
+	out := &abi.NodeConfig{}
+	for i, f := range files {
+		content, err := renderFile(f, defines, data)
+		if err != nil {
+			return nil, fmt.Errorf("%s.files[%d] (%s): %w", section, i, f.Path, err)
+		}
+		perm := nodeconfig.DefaultPermissions
+		if f.Permissions != nil && *f.Permissions != 0 {
+			perm = *f.Permissions
+		}
+		enc := ""
+		if f.Content.Inline != nil {
+			enc = f.Content.Inline.Encoding
+		}
+		out.Files = append(out.Files, abi.File{
+			Path:        f.Path,
+			Permissions: &perm,
+			Content:     abi.FileContent{Inline: &abi.FileContentInline{Encoding: enc, Data: content}},
+		})
+	}
+	out.Units = convertUnits(cfg.Units)
+	out.Modules = convertModules(cfg.CloudInitModules)
+	return out, nil
+}
+
+// renderNamed executes each named template on its own and wraps the output in a define, the way upstream
+// does. Names are processed in order so errors are reported deterministically.
+func renderNamed(section string, named map[string]string, data any) ([]string, error) {
+	names := make([]string, 0, len(named))
+	for n := range named {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	defines := make([]string, 0, len(names))
+	for _, name := range names {
+		t, err := template.New(name).Funcs(funcs).Parse(named[name])
+		if err != nil {
+			return nil, fmt.Errorf("%s.templates[%s]: %w", section, name, err)
+		}
+		var buf bytes.Buffer
+		if err := t.Execute(&buf, data); err != nil {
+			return nil, fmt.Errorf("%s.templates[%s]: %w", section, name, err)
+		}
+		defines = append(defines, fmt.Sprintf("\n{{- define %q }}\n%s\n{{- end }}", name, buf.String()))
+	}
+	return defines, nil
+}
+
+func renderFile(f osmv1alpha1.File, defines []string, data any) (string, error) {
+	src := ""
+	if f.Content.Inline != nil {
+		src = f.Content.Inline.Data
+	}
+	t, err := template.New(f.Path).Funcs(funcs).Parse(src)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range defines {
+		if t, err = t.Parse(d); err != nil {
+			return "", fmt.Errorf("a named template's output does not parse: %w", err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, data); err != nil {
+		return "", trimExecError(err)
+	}
+	return buf.String(), nil
+}
+
+// trimExecError drops the long data dump text/template appends to some errors, keeping name:line:col.
+func trimExecError(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, " for data "); i > 0 {
+		return fmt.Errorf("%s", msg[:i])
+	}
+	return err
+}
+
+func convertUnits(units []osmv1alpha1.Unit) []abi.Unit {
+	out := make([]abi.Unit, 0, len(units))
+	for _, u := range units {
+		au := abi.Unit{Name: u.Name, Enable: u.Enable, Mask: u.Mask, Content: u.Content}
+		for _, d := range u.DropIns {
+			au.DropIns = append(au.DropIns, abi.DropIn{Name: d.Name, Content: d.Content})
+		}
+		out = append(out, au)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func convertModules(m *osmv1alpha1.CloudInitModule) *abi.Modules {
+	if m == nil {
+		return nil
+	}
+	return &abi.Modules{
+		BootCMD:        append([]string(nil), m.BootCMD...),
+		RunCMD:         append([]string(nil), m.RunCMD...),
+		RHSubscription: copyMap(m.RHSubscription),
+		YumRepos:       copyRepos(m.YumRepos),
+		YumRepoDir:     m.YumRepoDir,
+	}
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copyRepos(m map[string]map[string]string) map[string]map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]map[string]string, len(m))
+	for k, v := range m {
+		out[k] = copyMap(v)
+	}
+	return out
+}
