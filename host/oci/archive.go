@@ -25,7 +25,7 @@ func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	store, err := oci.NewWithContext(ctx, dir)
 	if err != nil {
 		return err
@@ -55,7 +55,7 @@ func (c *Client) Load(ctx context.Context, r io.Reader, targetRegistry string) (
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	if err := readTar(r, dir); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}

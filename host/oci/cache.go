@@ -55,7 +55,7 @@ func (c *blobCache) put(d digest.Digest, b []byte) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }()
 	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		return err

@@ -29,7 +29,7 @@ type testRegistry struct {
 // auth or tamper with responses).
 func newRegistry(t *testing.T, tls bool, wrap func(http.Handler) http.Handler) *testRegistry {
 	t.Helper()
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	h := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	if wrap != nil {
 		h = wrap(h)
 	}

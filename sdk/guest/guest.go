@@ -61,8 +61,8 @@ func Register(p Plugin) {
 	registered = p
 }
 
-// current returns the registered plugin, or nil.
-func current() Plugin {
+// current returns the registered plugin, or nil. The wasip1 exports use it.
+func current() Plugin { //nolint:unused // called from export_wasip1.go only
 	mu.Lock()
 	defer mu.Unlock()
 	return registered

@@ -65,7 +65,7 @@ func BuildWasm(dir string) (string, error) {
 		return "", err
 	}
 	tmp.Close()
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }()
 
 	args := append([]string{"build"}, BuildFlags...)
 	args = append(args, "-o", tmp.Name(), ".")
@@ -73,7 +73,7 @@ func BuildWasm(dir string) (string, error) {
 	cmd.Dir = abs
 	cmd.Env = wasmEnv()
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go %v: %v\n%s", args, err, b)
+		return "", fmt.Errorf("go %v: %w\n%s", args, err, b)
 	}
 	// Rename is atomic, so parallel test binaries building the same plugin never see a partial module.
 	if err := os.Rename(tmp.Name(), out); err != nil {
@@ -116,14 +116,14 @@ func sourceHash(dir string) (string, error) {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("go list in %s: %v\n%s", dir, err, stderr.Bytes())
+		return "", fmt.Errorf("go list in %s: %w\n%s", dir, err, stderr.Bytes())
 	}
 	ver, err := exec.Command("go", "env", "GOVERSION").Output()
 	if err != nil {
 		return "", fmt.Errorf("go env GOVERSION: %w", err)
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "go=%s flags=%q\n", bytes.TrimSpace(ver), BuildFlags)
+	_, _ = fmt.Fprintf(h, "go=%s flags=%q\n", bytes.TrimSpace(ver), BuildFlags)
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p listedPackage
@@ -157,7 +157,7 @@ func hashFile(h io.Writer, path string) error {
 		return err
 	}
 	defer f.Close()
-	fmt.Fprintf(h, "file %s\n", path)
+	_, _ = fmt.Fprintf(h, "file %s\n", path)
 	_, err = io.Copy(h, f)
 	return err
 }

@@ -37,7 +37,7 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	p.AllowedPaths = nil
 	p.SetLogger(func(level extism.LogLevel, msg string) {
 		// Extism's log host functions (pdk.Log) end up here when extism.SetLogLevel enabled them.
-		inst.stderr.Write([]byte(level.String() + ": " + msg + "\n"))
+		_, _ = inst.stderr.Write([]byte(level.String() + ": " + msg + "\n"))
 	})
 	inst.plugin = p
 	return inst, nil
