@@ -51,7 +51,7 @@ func RenderStage(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime st
 	for i, f := range files {
 		content, err := renderFile(f, defines, data)
 		if err != nil {
-			return nil, fmt.Errorf("%s.files[%d] (%s): %w", section, i, f.Path, err)
+			return nil, &FieldError{Field: fileField(section, i, len(cfg.Files), containerRuntime), Path: f.Path, Err: err}
 		}
 		perm := nodeconfig.DefaultPermissions
 		if f.Permissions != nil && *f.Permissions != 0 {
@@ -72,6 +72,32 @@ func RenderStage(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime st
 	return out, nil
 }
 
+// FieldError is a template that failed to parse or execute, with the profile field it comes from.
+type FieldError struct {
+	// Field is the path of the template in the profile, e.g. spec.provisioningConfig.files[3].content.inline.data.
+	Field string
+	// Path is the file's path on the node, when the template is a file's content.
+	Path string
+	Err  error
+}
+
+func (e *FieldError) Error() string {
+	if e.Path != "" {
+		return fmt.Sprintf("%s (%s): %v", e.Field, e.Path, e.Err)
+	}
+	return fmt.Sprintf("%s: %v", e.Field, e.Err)
+}
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// fileField names the i-th merged file: the section's own files come first, then the container runtime's.
+func fileField(section string, i, own int, runtime string) string {
+	if i < own {
+		return fmt.Sprintf("%s.files[%d].content.inline.data", section, i)
+	}
+	return fmt.Sprintf("%s.supportedContainerRuntimes[%s].files[%d].content.inline.data", section, runtime, i-own)
+}
+
 // renderNamed executes each named template on its own and wraps the output in a define, the way upstream
 // does. Names are processed in order so errors are reported deterministically.
 func renderNamed(section string, named map[string]string, data any) ([]string, error) {
@@ -82,13 +108,14 @@ func renderNamed(section string, named map[string]string, data any) ([]string, e
 	sort.Strings(names)
 	defines := make([]string, 0, len(names))
 	for _, name := range names {
+		where := fmt.Sprintf("%s.templates[%s]", section, name)
 		t, err := template.New(name).Funcs(funcs).Parse(named[name])
 		if err != nil {
-			return nil, fmt.Errorf("%s.templates[%s]: %w", section, name, err)
+			return nil, &FieldError{Field: where, Err: err}
 		}
 		var buf bytes.Buffer
 		if err := t.Execute(&buf, data); err != nil {
-			return nil, fmt.Errorf("%s.templates[%s]: %w", section, name, err)
+			return nil, &FieldError{Field: where, Err: trimExecError(err)}
 		}
 		defines = append(defines, fmt.Sprintf("\n{{- define %q }}\n%s\n{{- end }}", name, buf.String()))
 	}

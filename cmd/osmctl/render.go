@@ -1,0 +1,191 @@
+package main
+
+import (
+	_ "embed"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/plugins"
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+// exampleCA is a throwaway CA certificate (its key was discarded) so offline renders work without a cluster.
+//
+//go:embed example-ca.pem
+var exampleCA string
+
+type renderOptions struct {
+	mdFile, ospFile, stage, output, server, caFile string
+	bootstrapToken, provisioningToken              string
+	node                                           render.NodeFlags
+}
+
+func newRenderCommand(g *globals) *cobra.Command {
+	o := &renderOptions{}
+	cmd := &cobra.Command{
+		Use:   "render -f machinedeployment.yaml [--osp profile.yaml] [--stage bootstrap|provisioning]",
+		Short: "Render a MachineDeployment's user-data offline, with the embedded default profiles and plugins.",
+		Long: `render prints the user-data machine-controller would hand to a new machine of the MachineDeployment
+(bootstrap) or that the machine fetches while it boots (provisioning), exactly as the controller renders it.
+
+Without --osp, the embedded default profile for the MachineDeployment's OS is used (or the one its
+k8c.io/operating-system-profile annotation names). Credentials stay placeholders unless given with
+--bootstrap-token and --provisioning-token; without --ca-file an example CA is used.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, g) },
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.mdFile, "filename", "f", "", "MachineDeployment YAML file (required).")
+	f.StringVar(&o.ospFile, "osp", "", "OperatingSystemProfile YAML file; default: the embedded default profile.")
+	f.StringVar(&o.stage, "stage", "provisioning", "Stage to print: bootstrap, provisioning or both.")
+	f.StringVarP(&o.output, "output", "o", "userdata", "What to print: userdata, or osc for the OperatingSystemConfig.")
+	f.StringVar(&o.server, "server", "https://api.cluster.example:6443", "API server URL nodes use.")
+	f.StringVar(&o.caFile, "ca-file", "", "Cluster CA certificate file; default: an example CA.")
+	f.StringVar(&o.bootstrapToken, "bootstrap-token", "", "Bootstrap token to substitute (default: keep the placeholder).")
+	f.StringVar(&o.provisioningToken, "provisioning-token", "", "Provisioning token to substitute (default: keep the placeholder).")
+	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
+	o.node.AddFlags(gofs)
+	f.AddGoFlagSet(gofs)
+	_ = cmd.MarkFlagRequired("filename")
+	return cmd
+}
+
+func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
+	md := &clusterv1alpha1.MachineDeployment{}
+	if err := readObject(o.mdFile, md); err != nil {
+		return err
+	}
+	osp, err := o.profile(md)
+	if err != nil {
+		return err
+	}
+	settings, err := o.node.Settings(render.DefaultSettings())
+	if err != nil {
+		return err
+	}
+	ca := exampleCA
+	if o.caFile != "" {
+		data, err := os.ReadFile(o.caFile)
+		if err != nil {
+			return err
+		}
+		ca = string(data)
+	}
+	src, err := g.source(cmd)
+	if err != nil {
+		return err
+	}
+	out, err := (&render.Renderer{Plugins: src}).Render(cmd.Context(), render.Input{
+		MachineDeployment: md, Profile: osp, Settings: settings,
+		Cluster: render.ClusterInfo{ServerURL: o.server, CACert: ca},
+	})
+	if err != nil {
+		return fmt.Errorf("rendering %s with profile %s: %w", md.Name, osp.Name, err)
+	}
+	for _, w := range out.Warnings {
+		fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w)
+	}
+	if o.output == "osc" {
+		osc := osmv1alpha1.OperatingSystemConfig{Spec: out.Spec}
+		osc.APIVersion, osc.Kind = osmv1alpha1.GroupVersion.String(), "OperatingSystemConfig"
+		osc.Name, osc.Namespace = render.OSCName(md), settings.Namespace
+		data, err := yaml.Marshal(osc)
+		if err != nil {
+			return err
+		}
+		_, err = cmd.OutOrStdout().Write(data)
+		return err
+	}
+	if o.output != "userdata" {
+		return fmt.Errorf("--output %q: want userdata or osc", o.output)
+	}
+	stages, err := parseStages(o.stage)
+	if err != nil {
+		return err
+	}
+	secrets := render.SecretValues{
+		BootstrapToken:         orDefault(o.bootstrapToken, render.Placeholders.BootstrapToken),
+		ProvisioningToken:      orDefault(o.provisioningToken, render.Placeholders.ProvisioningToken),
+		CloudConfig:            render.Placeholders.CloudConfig,
+		RegistryAuth:           render.Placeholders.RegistryAuth,
+		RHSubscriptionPassword: render.Placeholders.RHSubscriptionPassword,
+	}
+	for _, stage := range stages {
+		data, err := out.UserData(cmd.Context(), stage, secrets)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: %s user-data for %s/%s (profile %s, %s, %d bytes)\n",
+			stage, md.Namespace, md.Name, osp.Name, out.Utility(), len(data))
+		if _, err := cmd.OutOrStdout().Write(data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (o *renderOptions) profile(md *clusterv1alpha1.MachineDeployment) (*osmv1alpha1.OperatingSystemProfile, error) {
+	if o.ospFile != "" {
+		osp := &osmv1alpha1.OperatingSystemProfile{}
+		return osp, readObject(o.ospFile, osp)
+	}
+	pc, err := md.ProviderConfig()
+	if err != nil {
+		return nil, err
+	}
+	name := md.Annotations[clusterv1alpha1.AnnotationOSP]
+	if name == "" {
+		name = "osp-" + pc.OperatingSystem
+	}
+	defaults, err := plugins.DefaultProfiles()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, osp := range defaults {
+		if osp.Name == name {
+			return osp, nil
+		}
+		names = append(names, osp.Name)
+	}
+	return nil, fmt.Errorf("no embedded default profile %q; pass --osp (embedded: %s)", name, strings.Join(names, ", "))
+}
+
+func parseStages(s string) ([]abi.Stage, error) {
+	switch s {
+	case "bootstrap":
+		return []abi.Stage{abi.StageBootstrap}, nil
+	case "provisioning":
+		return []abi.Stage{abi.StageProvisioning}, nil
+	case "both":
+		return []abi.Stage{abi.StageBootstrap, abi.StageProvisioning}, nil
+	}
+	return nil, fmt.Errorf("--stage %q: want bootstrap, provisioning or both", s)
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// readObject decodes a YAML file strictly, so a typo in a field name is an error rather than silently ignored.
+func readObject(path string, into any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict(data, into); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}

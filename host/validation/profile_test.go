@@ -1,0 +1,125 @@
+package validation_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/testenv"
+	"github.com/osmhq/osm/host/validation"
+)
+
+func profile(t *testing.T, name string) *osmv1alpha1.OperatingSystemProfile {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "crds", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	osp := &osmv1alpha1.OperatingSystemProfile{}
+	if err := yaml.UnmarshalStrict(data, osp); err != nil {
+		t.Fatal(err)
+	}
+	return osp
+}
+
+func TestUpstreamProfilesAreValid(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(testenv.RepoRoot(), "crds", "testdata", "upstream", "osp-*.yaml"))
+	if len(files) == 0 {
+		t.Fatal("no upstream profiles")
+	}
+	v := &validation.ProfileValidator{Settings: render.DefaultSettings()}
+	for _, f := range files {
+		osp := profile(t, filepath.Join("upstream", filepath.Base(f)))
+		if errs := v.Validate(context.Background(), osp); len(errs) > 0 {
+			t.Errorf("%s: %v", filepath.Base(f), errs.ToAggregate())
+		}
+	}
+}
+
+func TestBrokenProfilesNameTheField(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*osmv1alpha1.OperatingSystemProfile)
+		field  string
+		text   string
+	}{
+		{"version without v", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.Version = "1.0.0" }, "spec.version", "semantic version"},
+		{"template does not parse", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.Files[0].Content.Inline.Data = "{{ if .KubeVersion }}unterminated"
+		}, "spec.provisioningConfig.files[0].content.inline.data", "unexpected EOF"},
+		{"unknown template field", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.Files[0].Content.Inline.Data = "{{ .NoSuchField }}"
+		}, "spec.provisioningConfig.files[0].content.inline.data", "NoSuchField"},
+		{"named template fails", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.Templates["greeting"] = "{{ .Missing.Field }}"
+		}, "spec.provisioningConfig.templates[greeting]", "Missing"},
+		{"non-hermetic function", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.BootstrapConfig.Files[0].Content.Inline.Data = `{{ env "HOME" }}`
+		}, "spec.bootstrapConfig.files[0].content.inline.data", `function "env" not defined`},
+		{"duplicate path", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.BootstrapConfig.Files = append(o.Spec.BootstrapConfig.Files, o.Spec.BootstrapConfig.Files[0])
+		}, "spec.bootstrapConfig.files[1].path", "Duplicate value"},
+		{"runtime file clashes with section file", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.SupportedContainerRuntimes[0].Files[0].Path = "/etc/motd"
+		}, "spec.provisioningConfig.supportedContainerRuntimes[0].files[0].path", "Duplicate value"},
+		{"non-octal permissions", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.BootstrapConfig.Files[0].Permissions = ptr.To[int32](798)
+		}, "spec.bootstrapConfig.files[0].permissions", "not octal"},
+		{"unknown encoding", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.BootstrapConfig.Files[0].Content.Inline.Encoding = "rot13"
+		}, "spec.bootstrapConfig.files[0].content.inline.encoding", "Unsupported value"},
+		{"bad unit name", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "bootstrap" },
+			"spec.bootstrapConfig.units[0].name", "type suffix"},
+		{"unknown utility without plugin", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.ProvisioningUtility = "butane" },
+			"spec.provisioningUtility", "Unsupported value"},
+		{"unresolvable plugin", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.Plugin = &osmv1alpha1.PluginReference{Builtin: "nope"}
+		}, "spec.plugin", "no plugin source"},
+		{"bootstrap too large", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.BootstrapConfig.Files[0].Content.Inline.Data = strings.Repeat("x", 20000)
+		}, "spec.supportedCloudProviders[0]", "bootstrap user-data is"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			osp := profile(t, "osp-minimal.yaml")
+			tc.mutate(osp)
+			errs := (&validation.ProfileValidator{Settings: render.DefaultSettings()}).Validate(context.Background(), osp)
+			if len(errs) == 0 {
+				t.Fatal("accepted")
+			}
+			msg := errs.ToAggregate().Error()
+			if !strings.Contains(msg, tc.field) || !strings.Contains(msg, tc.text) {
+				t.Errorf("errors do not name %q with %q:\n%s", tc.field, tc.text, msg)
+			}
+		})
+	}
+}
+
+func TestValidateUpdateNeedsVersionBump(t *testing.T) {
+	old := profile(t, "osp-minimal.yaml")
+	changed := old.DeepCopy()
+	changed.Spec.OSVersion = "24.04"
+	if errs := validation.ValidateUpdate(old, changed); len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "spec.version") {
+		t.Errorf("spec change without version bump accepted: %v", errs)
+	}
+	changed.Spec.Version = "v1.0.1"
+	if errs := validation.ValidateUpdate(old, changed); len(errs) > 0 {
+		t.Errorf("bumped change rejected: %v", errs)
+	}
+	down := old.DeepCopy()
+	down.Spec.Version = "v0.9.0"
+	if errs := validation.ValidateUpdate(old, down); len(errs) == 0 {
+		t.Error("downgrade accepted")
+	}
+	meta := old.DeepCopy()
+	meta.Labels = map[string]string{"x": "y"}
+	if errs := validation.ValidateUpdate(old, meta); len(errs) > 0 {
+		t.Errorf("metadata-only change rejected: %v", errs)
+	}
+}
