@@ -2,6 +2,8 @@ package plugin
 
 import (
 	"context"
+	"io"
+	"log"
 	"errors"
 	"net/http/httptest"
 	"os"
@@ -45,6 +47,8 @@ func sharedCache(t testing.TB) string {
 	}
 	return filepath.Join(base, "osm", "host-plugin-test")
 }
+
+func builtinFS(healthy []byte) fstest.MapFS { return fstest.MapFS{"healthy.wasm": {Data: healthy}} }
 
 type logLines struct {
 	mu    sync.Mutex
@@ -155,7 +159,7 @@ func TestResolveErrors(t *testing.T) {
 }
 
 func TestResolveImage(t *testing.T) {
-	srv := httptest.NewServer(registry.New())
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer srv.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	ctx := context.Background()
