@@ -2,9 +2,9 @@ package plugin
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
-	"errors"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
