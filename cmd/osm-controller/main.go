@@ -1,12 +1,180 @@
-// Command osm-controller runs OSM's reconcilers, admission webhooks and metrics endpoint.
+// Command osm-controller runs OSM: the OperatingSystemProfile and OperatingSystemConfig controllers, the
+// admission webhooks and the metrics endpoint. Flags keep upstream OSM's names and defaults.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	uberzap "go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/osmhq/osm/host/app"
+	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/plugins"
 )
 
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+type flags struct {
+	kubeconfig, workerKubeconfig    string
+	namespace, cloudInitNamespace   string
+	workerCount                     int
+	disableDefaultOSPs              bool
+	registryCredentialsSecret       string
+	bootstrapTokenSA                string
+	healthProbeAddress              string
+	metricsAddress                  string
+	workerHealthProbe, workerMetric string
+	leaderElect                     bool
+	logFormat                       string
+	logDebug                        bool
+	webhookPort                     int
+	webhookCertDir                  string
+	pluginCacheDir                  string
+	pluginTimeout                   time.Duration
+	pluginMemoryMiB                 uint64
+	pluginRegistryCA                string
+	pluginRegistryInsecure          bool
+	pluginRegistryPlainHTTP         bool
+	provisioningTokenTTL            time.Duration
+	bootstrapTokenTTL               time.Duration
+	qps                             float64
+	burst                           int
+	node                            render.NodeFlags
+}
+
+func (f *flags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "Kubeconfig of the cluster holding OperatingSystemProfiles and OperatingSystemConfigs; in-cluster config when empty.")
+	fs.StringVar(&f.workerKubeconfig, "worker-cluster-kubeconfig", "", "Kubeconfig of the cluster holding MachineDeployments and the user-data Secrets; the -kubeconfig cluster when empty.")
+	fs.StringVar(&f.namespace, "namespace", "", "Namespace of the profiles and configs OSM manages (required).")
+	fs.StringVar(&f.cloudInitNamespace, "cloud-init-settings-namespace", render.DefaultCloudInitSettingsNamespace, "Namespace of the user-data Secrets machine-controller reads.")
+	fs.IntVar(&f.workerCount, "worker-count", 10, "MachineDeployments reconciled in parallel.")
+	fs.BoolVar(&f.disableDefaultOSPs, "disable-default-osps", false, "Do not install the default OperatingSystemProfiles.")
+	fs.StringVar(&f.registryCredentialsSecret, "node-registry-credentials-secret", "", "namespace/name of a kubernetes.io/dockerconfigjson Secret whose credentials nodes' containerd uses.")
+	fs.StringVar(&f.bootstrapTokenSA, "bootstrap-token-service-account-name", "", "Accepted for compatibility with upstream OSM; OSM always issues a bootstrap token per MachineDeployment.")
+	fs.StringVar(&f.healthProbeAddress, "health-probe-address", "127.0.0.1:8085", "Address of the health and readiness probes.")
+	fs.StringVar(&f.metricsAddress, "metrics-address", "127.0.0.1:8080", "Address of the Prometheus metrics endpoint.")
+	fs.StringVar(&f.workerHealthProbe, "worker-health-probe-address", "127.0.0.1:8086", "Accepted for compatibility; OSM serves one set of probes.")
+	fs.StringVar(&f.workerMetric, "worker-metrics-address", "127.0.0.1:8081", "Accepted for compatibility; OSM serves one metrics endpoint.")
+	fs.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader so only one replica reconciles.")
+	fs.StringVar(&f.logFormat, "log-format", "json", "Log format: json or console.")
+	fs.BoolVar(&f.logDebug, "log-debug", false, "Log at debug level.")
+	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the admission webhooks; 0 disables them.")
+	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhooks.")
+	fs.StringVar(&f.pluginCacheDir, "plugin-cache-dir", "/var/cache/osm", "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
+	fs.DurationVar(&f.pluginTimeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
+	fs.Uint64Var(&f.pluginMemoryMiB, "plugin-memory-limit-mib", 256, "Memory cap of each plugin instance, in MiB.")
+	fs.StringVar(&f.pluginRegistryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
+	fs.BoolVar(&f.pluginRegistryInsecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
+	fs.BoolVar(&f.pluginRegistryPlainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
+	fs.DurationVar(&f.provisioningTokenTTL, "provisioning-token-ttl", credentials.DefaultProvisioningTokenTTL, "Lifetime of the token nodes fetch their provisioning data with; rotated after two thirds.")
+	fs.DurationVar(&f.bootstrapTokenTTL, "bootstrap-token-ttl", credentials.DefaultBootstrapTokenTTL, "Lifetime of bootstrap tokens; extended while the MachineDeployment exists.")
+	fs.Float64Var(&f.qps, "kube-api-qps", 100, "Queries per second to each API server.")
+	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server.")
+	f.node.AddFlags(fs)
+}
+
 func main() {
-	fmt.Fprintln(os.Stderr, "osm-controller: the controllers have not landed yet (issue 5).")
-	os.Exit(1)
+	f := &flags{}
+	f.register(flag.CommandLine)
+	flag.Parse()
+
+	logger := zap.New(zap.UseDevMode(false), func(o *zap.Options) {
+		if f.logFormat == "console" {
+			o.Encoder = zapcore.NewConsoleEncoder(uberzap.NewDevelopmentEncoderConfig())
+		}
+		if f.logDebug {
+			lvl := zapcore.DebugLevel
+			o.Level = &lvl
+		}
+	})
+	ctrl.SetLogger(logger)
+	if err := run(f); err != nil {
+		logger.Error(err, "osm-controller failed")
+		os.Exit(1)
+	}
+}
+
+func run(f *flags) error {
+	if f.namespace == "" {
+		return errors.New("-namespace is required")
+	}
+	log := ctrl.Log.WithName("osm")
+	if f.bootstrapTokenSA != "" {
+		log.Info("-bootstrap-token-service-account-name is ignored: OSM issues a bootstrap token per MachineDeployment")
+	}
+	base := render.DefaultSettings()
+	base.Namespace = f.namespace
+	base.CloudInitSettingsNamespace = f.cloudInitNamespace
+	settings, err := f.node.Settings(base)
+	if err != nil {
+		return err
+	}
+	mgmt, err := restConfig(f.kubeconfig, f.qps, f.burst)
+	if err != nil {
+		return fmt.Errorf("-kubeconfig: %w", err)
+	}
+	var worker *rest.Config
+	if f.workerKubeconfig != "" {
+		if worker, err = restConfig(f.workerKubeconfig, f.qps, f.burst); err != nil {
+			return fmt.Errorf("-worker-cluster-kubeconfig: %w", err)
+		}
+	}
+	pcfg := plugin.Config{CacheDir: f.pluginCacheDir, Timeout: f.pluginTimeout, MemoryLimit: f.pluginMemoryMiB << 20,
+		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: f.pluginRegistryInsecure, PlainHTTP: f.pluginRegistryPlainHTTP}}
+	if f.pluginRegistryCA != "" {
+		if pcfg.Registry.CABundle, err = os.ReadFile(f.pluginRegistryCA); err != nil {
+			return fmt.Errorf("-plugin-registry-ca-bundle: %w", err)
+		}
+	}
+	defaults, err := plugins.DefaultProfiles()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	mgr, err := app.New(ctx, app.Options{
+		Mgmt: mgmt, Worker: worker, Settings: settings, WorkerCount: f.workerCount,
+		DisableDefaultOSPs: f.disableDefaultOSPs, Defaults: defaults, Builtins: plugins.Builtin(), Plugins: pcfg,
+		RegistryCredentialsSecret: f.registryCredentialsSecret,
+		ProvisioningTokenTTL:      f.provisioningTokenTTL, BootstrapTokenTTL: f.bootstrapTokenTTL,
+		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, LeaderElect: f.leaderElect,
+		Webhook: webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir},
+		Build:   version, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	log.Info("starting", "version", version, "namespace", settings.Namespace, "separateWorkerCluster", worker != nil)
+	return mgr.Start(ctx)
+}
+
+func restConfig(path string, qps float64, burst int) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if path == "" {
+		cfg, err = ctrl.GetConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = float32(qps), burst
+	return cfg, nil
 }

@@ -19,34 +19,17 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/osmhq/osm/crds"
-	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
-	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	osmscheme "github.com/osmhq/osm/host/scheme"
 )
 
 // Scheme knows the core Kubernetes kinds, OSM's kinds and MachineDeployments.
-var Scheme = newScheme()
-
-func newScheme() *k8sruntime.Scheme {
-	s := k8sruntime.NewScheme()
-	for _, add := range []func(*k8sruntime.Scheme) error{
-		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme,
-		osmv1alpha1.AddToScheme, clusterv1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err)
-		}
-	}
-	return s
-}
+var Scheme = osmscheme.Scheme
 
 // Codecs decodes objects of the kinds in Scheme.
 var Codecs = serializer.NewCodecFactory(Scheme)

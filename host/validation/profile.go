@@ -40,12 +40,19 @@ var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 )
 
-// Validate returns everything wrong with osp, each error naming its field.
-func (v *ProfileValidator) Validate(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) field.ErrorList {
+// ValidateStructure checks what needs no plugin and no render: the header fields, and that files, units and
+// templates are well formed and parse.
+func (v *ProfileValidator) ValidateStructure(osp *osmv1alpha1.OperatingSystemProfile) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateHeader(osp, spec)
 	errs = append(errs, validateSection(&osp.Spec.BootstrapConfig, spec.Child("bootstrapConfig"))...)
-	errs = append(errs, validateSection(&osp.Spec.ProvisioningConfig, spec.Child("provisioningConfig"))...)
+	return append(errs, validateSection(&osp.Spec.ProvisioningConfig, spec.Child("provisioningConfig"))...)
+}
+
+// Validate returns everything wrong with osp, each error naming its field.
+func (v *ProfileValidator) Validate(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) field.ErrorList {
+	spec := field.NewPath("spec")
+	errs := v.ValidateStructure(osp)
 	plugin, perrs := v.validatePlugin(ctx, osp, spec)
 	errs = append(errs, perrs...)
 	if len(errs) > 0 {

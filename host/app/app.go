@@ -1,0 +1,216 @@
+// Package app wires OSM's controllers, webhooks, plugin runtime and metrics into a controller-runtime manager.
+// cmd/osm-controller parses flags into Options and calls New; integration tests call New with the same
+// Options, so they exercise exactly what production runs.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/osc"
+	"github.com/osmhq/osm/host/controllers/osp"
+	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/pluginsource"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/scheme"
+	"github.com/osmhq/osm/host/validation"
+	"github.com/osmhq/osm/host/webhooks"
+)
+
+// Options configure the controller. Field comments give the flag.
+type Options struct {
+	// Mgmt is the cluster of profiles and OperatingSystemConfigs (-kubeconfig).
+	Mgmt *rest.Config
+	// Worker is the cluster of MachineDeployments and Secrets (-worker-cluster-kubeconfig); nil means Mgmt.
+	Worker *rest.Config
+	// Settings are the node settings (-namespace and the -node-* flags).
+	Settings render.Settings
+	// WorkerCount is the number of MachineDeployments reconciled in parallel (-worker-count).
+	WorkerCount int
+	// DisableDefaultOSPs leaves the default profiles uninstalled (-disable-default-osps).
+	DisableDefaultOSPs bool
+	// Defaults are the default profiles shipped with this build.
+	Defaults []*osmv1alpha1.OperatingSystemProfile
+	// Builtins are the built-in plugins (<name>.wasm).
+	Builtins fs.FS
+	// Plugins configures the plugin runtime (-plugin-* flags).
+	Plugins plugin.Config
+	// RegistryCredentialsSecret is "namespace/name" of a dockerconfigjson Secret in the worker cluster whose
+	// credentials nodes use to pull images (-node-registry-credentials-secret).
+	RegistryCredentialsSecret string
+	// ProvisioningTokenTTL and BootstrapTokenTTL are the node credential lifetimes.
+	ProvisioningTokenTTL, BootstrapTokenTTL time.Duration
+	// MetricsAddress and HealthProbeAddress are where metrics and probes are served ("0" disables).
+	MetricsAddress, HealthProbeAddress string
+	// LeaderElect enables leader election in Settings.Namespace (-leader-elect).
+	LeaderElect bool
+	// Webhook serves the admission webhooks when Port is not zero.
+	Webhook webhook.Options
+	// Build identifies the controller build.
+	Build string
+	// Logger is the root logger.
+	Logger logr.Logger
+}
+
+// New builds the manager with every controller and webhook registered. Start it with mgr.Start.
+func New(ctx context.Context, o Options) (ctrl.Manager, error) {
+	workerCfg := o.Worker
+	separate := workerCfg != nil
+	if !separate {
+		workerCfg = o.Mgmt
+	}
+	secretsCache := secretCacheOptions(o.Settings.CloudInitSettingsNamespace)
+	mgrOpts := ctrl.Options{
+		Scheme:                        scheme.Scheme,
+		Logger:                        o.Logger,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
+		HealthProbeBindAddress:        o.HealthProbeAddress,
+		LeaderElection:                o.LeaderElect,
+		LeaderElectionID:              "operating-system-manager",
+		LeaderElectionNamespace:       o.Settings.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.Webhook.Port != 0 {
+		mgrOpts.WebhookServer = webhook.NewServer(o.Webhook)
+	}
+	if !separate {
+		mgrOpts.Cache = secretsCache
+	}
+	mgr, err := ctrl.NewManager(o.Mgmt, mgrOpts)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	var worker cluster.Cluster = mgr
+	if separate {
+		worker, err = cluster.New(workerCfg, func(co *cluster.Options) {
+			co.Scheme = scheme.Scheme
+			co.Logger = o.Logger.WithName("worker")
+			co.Cache = secretsCache
+		})
+		if err != nil {
+			return nil, fmt.Errorf("connecting to the worker cluster: %w", err)
+		}
+		if err := mgr.Add(worker); err != nil {
+			return nil, err
+		}
+	}
+
+	plugins, err := plugin.New(o.Plugins, o.Builtins, metrics.Registry, o.Logger.WithName("plugins"))
+	if err != nil {
+		return nil, err
+	}
+	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader())}
+	settings := o.Settings
+	auth, hosts, err := registryCredentials(ctx, worker.GetAPIReader(), o.RegistryCredentialsSecret)
+	if err != nil {
+		return nil, err
+	}
+	settings.RegistryCredentialHosts = hosts
+
+	oscReconciler := &osc.Reconciler{
+		Mgmt: mgr.GetClient(), Worker: worker.GetClient(), WorkerAPIReader: worker.GetAPIReader(),
+		Renderer: &render.Renderer{Plugins: source},
+		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
+			ProvisioningTokenTTL: o.ProvisioningTokenTTL, BootstrapTokenTTL: o.BootstrapTokenTTL},
+		Settings:     settings,
+		ClusterInfo:  cachedClusterInfo(worker.GetAPIReader(), workerCfg.CAData, settings.KubernetesCACert),
+		RegistryAuth: auth,
+		Recorder:     worker.GetEventRecorderFor("operating-system-manager"),
+		Build:        o.Build,
+		StalledRetry: 10 * time.Minute,
+	}
+	workers := o.WorkerCount
+	if workers <= 0 {
+		workers = 10
+	}
+	if err := oscReconciler.SetupWithManager(ctx, mgr, worker, workers, metrics.Registry); err != nil {
+		return nil, err
+	}
+	var defaults []*osmv1alpha1.OperatingSystemProfile
+	if !o.DisableDefaultOSPs {
+		defaults = o.Defaults
+	}
+	ospReconciler := &osp.Reconciler{Client: mgr.GetClient(), Plugins: source, Recorder: mgr.GetEventRecorderFor("operating-system-manager"),
+		Namespace: settings.Namespace, Defaults: defaults}
+	if err := ospReconciler.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return nil
+		}
+		if err := ospReconciler.InstallDefaults(ctx); err != nil {
+			o.Logger.Error(err, "installing default profiles; they are retried when reconciled")
+		}
+		<-ctx.Done()
+		return nil
+	})); err != nil {
+		return nil, err
+	}
+	if o.Webhook.Port != 0 {
+		if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: settings}); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+			return nil, err
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("caches", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// secretCacheOptions keeps the Secret cache to the namespaces OSM writes to: the user-data Secrets, and its own
+// bootstrap tokens in kube-system. Caching every Secret of a cluster would cost memory and need broad RBAC.
+func secretCacheOptions(cloudInitNS string) cache.Options {
+	owned, _ := labels.NewRequirement(credentials.LabelMDName, selection.Exists, nil)
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Namespaces: map[string]cache.Config{
+			cloudInitNS:   {},
+			"kube-system": {LabelSelector: labels.NewSelector().Add(*owned)},
+		}},
+	}}
+}
+
+func pullSecrets(c client.Reader) pluginsource.PullSecretFunc {
+	return func(ctx context.Context, namespace, name string) ([]byte, error) {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {
+			return nil, err
+		}
+		data, ok := s.Data[corev1.DockerConfigJsonKey]
+		if !ok {
+			return nil, fmt.Errorf("Secret %s/%s has no %s key", namespace, name, corev1.DockerConfigJsonKey)
+		}
+		return data, nil
+	}
+}

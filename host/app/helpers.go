@@ -1,0 +1,88 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/osmhq/osm/host/clusterinfo"
+	"github.com/osmhq/osm/host/containerd"
+	"github.com/osmhq/osm/host/render"
+)
+
+// clusterInfoTTL bounds how long the cluster's URL and CA are reused before being read again; a CA rotation is
+// picked up within it.
+const clusterInfoTTL = 5 * time.Minute
+
+// cachedClusterInfo reads the cluster info at most once per clusterInfoTTL; reading it per reconcile would cost
+// an API call per MachineDeployment for a value that almost never changes.
+func cachedClusterInfo(c client.Reader, fallbackCA []byte, overrideCA string) func(context.Context) (render.ClusterInfo, error) {
+	var (
+		mu   sync.Mutex
+		info render.ClusterInfo
+		at   time.Time
+	)
+	return func(ctx context.Context) (render.ClusterInfo, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !at.IsZero() && time.Since(at) < clusterInfoTTL {
+			return info, nil
+		}
+		fresh, err := clusterinfo.Get(ctx, c, fallbackCA)
+		if err != nil {
+			return render.ClusterInfo{}, err
+		}
+		if overrideCA != "" {
+			fresh.CACert = overrideCA
+		}
+		info, at = fresh, time.Now()
+		return info, nil
+	}
+}
+
+// registryCredentials reads -node-registry-credentials-secret once to learn which registries have credentials
+// (that shapes the rendered containerd config), and returns a function that reads the current credentials each
+// time user-data is written, so a rotated password reaches new machines without a restart.
+func registryCredentials(ctx context.Context, c client.Reader, ref string) (func(context.Context) (string, error), []string, error) {
+	none := func(context.Context) (string, error) { return "", nil }
+	if ref == "" {
+		return none, nil, nil
+	}
+	ns, name, ok := strings.Cut(ref, "/")
+	if !ok || ns == "" || name == "" {
+		return nil, nil, fmt.Errorf("-node-registry-credentials-secret %q: want namespace/name", ref)
+	}
+	read := func(ctx context.Context) (map[string]containerd.RegistryAuth, error) {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
+			return nil, fmt.Errorf("reading registry credentials %s: %w", ref, err)
+		}
+		data, ok := s.Data[corev1.DockerConfigJsonKey]
+		if !ok {
+			return nil, fmt.Errorf("registry credentials %s: no %s key", ref, corev1.DockerConfigJsonKey)
+		}
+		return containerd.ParseDockerConfig(data)
+	}
+	auths, err := read(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	var hosts []string
+	for h := range auths {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	return func(ctx context.Context) (string, error) {
+		auths, err := read(ctx)
+		if err != nil {
+			return "", err
+		}
+		return containerd.AuthTOML(auths)
+	}, hosts, nil
+}

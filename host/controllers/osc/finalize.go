@@ -1,0 +1,36 @@
+package osc
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/credentials"
+)
+
+// finalize deletes everything created for a MachineDeployment that is going away (or no longer names a
+// profile): its OSC, its Secrets, its credentials. Deletion is by label, so nothing is missed even if the
+// object names were produced by another release.
+func (r *Reconciler) finalize(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
+	if !controllerutil.ContainsFinalizer(md, Finalizer) {
+		return nil
+	}
+	sel := credentials.Selector(md)
+	if err := r.Mgmt.DeleteAllOf(ctx, &osmv1alpha1.OperatingSystemConfig{}, client.InNamespace(r.Settings.Namespace), sel); err != nil {
+		return fmt.Errorf("deleting OperatingSystemConfigs: %w", err)
+	}
+	if err := r.Worker.DeleteAllOf(ctx, &corev1.Secret{}, client.InNamespace(r.Settings.CloudInitSettingsNamespace), sel); err != nil {
+		return fmt.Errorf("deleting user-data Secrets: %w", err)
+	}
+	if err := r.Issuer.Revoke(ctx, md); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(md.DeepCopy())
+	controllerutil.RemoveFinalizer(md, Finalizer)
+	return client.IgnoreNotFound(r.Worker.Patch(ctx, md, patch))
+}

@@ -1,0 +1,132 @@
+// Package osc is the OperatingSystemConfig controller: for every MachineDeployment that names an
+// OperatingSystemProfile it renders the profile, writes the OperatingSystemConfig, and writes the bootstrap and
+// provisioning Secrets machine-controller hands to new machines, with credentials scoped to that
+// MachineDeployment.
+package osc
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/render"
+)
+
+// Names machine-controller and upstream OSM agree on.
+const (
+	// Finalizer keeps a MachineDeployment until everything created for it is gone.
+	Finalizer = "kubermatic.io/cleanup-operating-system-configs"
+	// AnnotationRevision on the OSC and Secrets is the MachineDeployment revision they were rendered for;
+	// machine-controller waits for the bootstrap Secret's to match before it creates machines.
+	AnnotationRevision = "k8c.io/machine-deployment-revision"
+	// AnnotationOSPVersion is the profile version rendered.
+	AnnotationOSPVersion = "k8c.io/osp-version"
+	// AnnotationMDAnnotationsHash is the hash of the MachineDeployment's annotations rendered.
+	AnnotationMDAnnotationsHash = "k8c.io/mdannotations-hash"
+	// AnnotationRenderHash is OSM's hash of every render input (see inputHash).
+	AnnotationRenderHash = "osm.k8c.io/render-hash"
+	// AnnotationProvisioningTokenExpiry on the bootstrap Secret says when its provisioning token expires.
+	AnnotationProvisioningTokenExpiry = "osm.k8c.io/provisioning-token-expiry"
+	// KeyProvisioningToken in the bootstrap Secret keeps the provisioning token for reuse across renders.
+	KeyProvisioningToken = "provisioning-token"
+	// KeyKubeconfig is the key of the kubelet bootstrap kubeconfig Secret.
+	KeyKubeconfig = "kubeconfig"
+)
+
+// Reconciler reconciles MachineDeployments into OperatingSystemConfigs and user-data Secrets.
+type Reconciler struct {
+	// Mgmt reads profiles and writes OperatingSystemConfigs (the -kubeconfig cluster).
+	Mgmt client.Client
+	// Worker reads MachineDeployments and writes Secrets (the -worker-cluster-kubeconfig cluster).
+	Worker client.Client
+	// WorkerAPIReader reads the worker cluster without the cache, where a stale read would be wrong.
+	WorkerAPIReader client.Reader
+	Renderer        *render.Renderer
+	Issuer          *credentials.Issuer
+	Settings        render.Settings
+	// ClusterInfo returns the API server URL and CA nodes use.
+	ClusterInfo func(ctx context.Context) (render.ClusterInfo, error)
+	// RegistryAuth returns containerd's registry credential tables (empty when none are configured).
+	RegistryAuth func(ctx context.Context) (string, error)
+	// Recorder records events on MachineDeployments in the worker cluster.
+	Recorder record.EventRecorder
+	// Build identifies this controller build; a new build re-renders once (its built-in plugins may differ).
+	Build string
+	// StalledRetry is how long to wait before retrying a failure a plugin might not repeat (a timeout).
+	StalledRetry time.Duration
+
+	settingsHash string
+	metrics      *metrics
+}
+
+// Reconcile brings one MachineDeployment's configuration up to date.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	md := &clusterv1alpha1.MachineDeployment{}
+	if err := r.Worker.Get(ctx, req.NamespacedName, md); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := logr.FromContextOrDiscard(ctx).WithValues("machinedeployment", klog.KObj(md))
+	ctx = logr.NewContext(ctx, log)
+
+	if !md.DeletionTimestamp.IsZero() || md.Annotations[clusterv1alpha1.AnnotationOSP] == "" {
+		return ctrl.Result{}, r.finalize(ctx, md)
+	}
+	if !controllerutil.ContainsFinalizer(md, Finalizer) {
+		patch := client.MergeFrom(md.DeepCopy())
+		controllerutil.AddFinalizer(md, Finalizer)
+		if err := r.Worker.Patch(ctx, md, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	start := time.Now()
+	st := &state{md: md}
+	result, err := r.reconcile(ctx, st)
+	r.metrics.observe(st, err, time.Since(start))
+	if rerr := r.report(ctx, st, err); rerr != nil && err == nil {
+		err = rerr
+	}
+	if s, ok := isStalling(err); ok {
+		log.Info("configuration cannot be rendered until something changes", "reason", s.reason, "error", s.err.Error())
+		if s.retryAfter > 0 {
+			return ctrl.Result{RequeueAfter: s.retryAfter}, nil
+		}
+		return ctrl.Result{}, nil
+	}
+	if apierrors.IsConflict(err) {
+		return ctrl.Result{Requeue: true}, nil
+	}
+	return result, err
+}
+
+// reconcile runs the steps in order. Each reads what the previous ones put into st.
+func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, error) {
+	for _, step := range []func(context.Context, *state) error{
+		r.loadProfile,
+		r.loadCurrent,
+		r.issueCredentials,
+		r.renderIfNeeded,
+		r.writeConfig,
+		r.writeSecrets,
+	} {
+		if err := step(ctx, st); err != nil {
+			return ctrl.Result{}, err
+		}
+		if st.done {
+			break
+		}
+	}
+	return ctrl.Result{RequeueAfter: st.refreshAfter(time.Now())}, nil
+}
+
+var _ = prometheus.Labels{}

@@ -1,0 +1,131 @@
+package osc
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/credentials"
+)
+
+// IndexProfile indexes MachineDeployments by the "<namespace>/<name>" of the profile they name, so a profile
+// change finds its MachineDeployments without listing all of them.
+const IndexProfile = "osm.k8c.io/profile"
+
+// SetupWithManager registers the controller. mgr is the management cluster (profiles, OSCs); worker is the
+// cluster of MachineDeployments and Secrets, which may be mgr itself.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, worker cluster.Cluster, workers int, reg prometheus.Registerer) error {
+	r.settingsHash = SettingsHash(r.Settings)
+	r.metrics = newMetrics(reg)
+	if err := worker.GetFieldIndexer().IndexField(ctx, &clusterv1alpha1.MachineDeployment{}, IndexProfile, func(o client.Object) []string {
+		md := o.(*clusterv1alpha1.MachineDeployment)
+		if md.Annotations[clusterv1alpha1.AnnotationOSP] == "" {
+			return nil
+		}
+		k := r.profileKey(md)
+		return []string{k.Namespace + "/" + k.Name}
+	}); err != nil {
+		return fmt.Errorf("indexing MachineDeployments by profile: %w", err)
+	}
+
+	managed := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, named := o.GetAnnotations()[clusterv1alpha1.AnnotationOSP]
+		return named || containsString(o.GetFinalizers(), Finalizer)
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("operatingsystemconfig").
+		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
+		WatchesRawSource(source.Kind(worker.GetCache(), &clusterv1alpha1.MachineDeployment{},
+			&handler.TypedEnqueueRequestForObject[*clusterv1alpha1.MachineDeployment]{},
+			predicate.TypedFuncs[*clusterv1alpha1.MachineDeployment]{
+				CreateFunc: func(e event.TypedCreateEvent[*clusterv1alpha1.MachineDeployment]) bool {
+					return managed.Create(event.CreateEvent{Object: e.Object})
+				},
+				UpdateFunc: func(e event.TypedUpdateEvent[*clusterv1alpha1.MachineDeployment]) bool {
+					return managed.Update(event.UpdateEvent{ObjectOld: e.ObjectOld, ObjectNew: e.ObjectNew}) || managed.Create(event.CreateEvent{Object: e.ObjectOld})
+				},
+				DeleteFunc:  func(e event.TypedDeleteEvent[*clusterv1alpha1.MachineDeployment]) bool { return false },
+				GenericFunc: func(e event.TypedGenericEvent[*clusterv1alpha1.MachineDeployment]) bool { return true },
+			})).
+		Watches(&osmv1alpha1.OperatingSystemProfile{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfProfile(worker.GetClient())),
+			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, pluginDigestChanged()))).
+		Watches(&osmv1alpha1.OperatingSystemConfig{}, handler.EnqueueRequestsFromMapFunc(owner),
+			builder.WithPredicates(deletedOrSpecChanged())).
+		WatchesRawSource(source.Kind(worker.GetCache(), &corev1.Secret{},
+			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Secret) []reconcile.Request { return owner(ctx, s) }),
+			predicate.TypedFuncs[*corev1.Secret]{
+				CreateFunc: func(event.TypedCreateEvent[*corev1.Secret]) bool { return false },
+				UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Secret]) bool {
+					return e.ObjectNew.GetNamespace() == r.Settings.CloudInitSettingsNamespace && !equalData(e.ObjectOld.Data, e.ObjectNew.Data)
+				},
+				DeleteFunc: func(e event.TypedDeleteEvent[*corev1.Secret]) bool {
+					return e.Object.GetNamespace() == r.Settings.CloudInitSettingsNamespace
+				},
+			})).
+		Complete(r)
+}
+
+// machinesOfProfile maps a profile to the MachineDeployments that name it.
+func (r *Reconciler) machinesOfProfile(c client.Reader) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &clusterv1alpha1.MachineDeploymentList{}
+		if err := c.List(ctx, list, client.MatchingFields{IndexProfile: o.GetNamespace() + "/" + o.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing MachineDeployments of a profile", "profile", o.GetNamespace()+"/"+o.GetName())
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, md := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: md.Namespace, Name: md.Name}})
+		}
+		return reqs
+	}
+}
+
+// owner maps an object OSM created to its MachineDeployment through the labels.
+func owner(_ context.Context, o client.Object) []reconcile.Request {
+	l := o.GetLabels()
+	name, ns := l[credentials.LabelMDName], l[credentials.LabelMDNamespace]
+	if name == "" || ns == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}
+}
+
+func pluginDigestChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		oldP, newP := e.ObjectOld.(*osmv1alpha1.OperatingSystemProfile).Status.Plugin, e.ObjectNew.(*osmv1alpha1.OperatingSystemProfile).Status.Plugin
+		return (oldP == nil) != (newP == nil) || (oldP != nil && oldP.Digest != newP.Digest)
+	}}
+}
+
+func deletedOrSpecChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() },
+		DeleteFunc: func(event.DeleteEvent) bool { return true },
+	}
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,55 @@
+package osc
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/render"
+)
+
+// state is what one reconcile learns and decides, passed from step to step.
+type state struct {
+	md      *clusterv1alpha1.MachineDeployment
+	osp     *osmv1alpha1.OperatingSystemProfile
+	cluster render.ClusterInfo
+	hash    string
+
+	osc          *osmv1alpha1.OperatingSystemConfig // current, nil if none
+	bootstrap    *corev1.Secret                     // current, nil if none
+	provisioning *corev1.Secret
+	kubeletBoot  *corev1.Secret
+
+	provisioningToken credentials.Token
+	bootstrapToken    credentials.Token
+	tokenTTLs         [2]time.Duration // provisioning, bootstrap
+
+	output *render.Output
+	// done is set when everything is already up to date: no render, no write.
+	done bool
+	// wrote lists what this reconcile changed, for the event.
+	wrote []string
+	// sizes of the user-data written.
+	bootstrapSize, provisioningSize int
+}
+
+// refreshAfter is when the credentials need attention next.
+func (st *state) refreshAfter(now time.Time) time.Duration {
+	var next time.Duration
+	for i, tok := range []credentials.Token{st.provisioningToken, st.bootstrapToken} {
+		if tok.Expires.IsZero() || st.tokenTTLs[i] == 0 {
+			continue
+		}
+		at := tok.Expires.Add(-credentials.RefreshMargin(st.tokenTTLs[i])).Sub(now) + time.Second
+		if at < time.Second {
+			at = time.Second
+		}
+		if next == 0 || at < next {
+			next = at
+		}
+	}
+	return next
+}

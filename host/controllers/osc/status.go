@@ -1,0 +1,129 @@
+package osc
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/render"
+)
+
+// Event reasons on MachineDeployments.
+const (
+	EventRendered = "OperatingSystemConfigRendered"
+)
+
+// report writes the outcome of a reconcile where operators look: the OSC's status conditions and an event on the
+// MachineDeployment. A MachineDeployment that never rendered still gets an OSC, with an empty spec and a
+// condition saying why, so `kubectl get osc` shows every MachineDeployment OSM manages.
+func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) error {
+	if st.done && reconcileErr == nil && st.osc != nil && readyAndCurrent(st.osc) {
+		return nil
+	}
+	if st.osc == nil {
+		if reconcileErr == nil {
+			return nil
+		}
+		if err := r.createPlaceholder(ctx, st); err != nil {
+			return err
+		}
+	}
+	osc := st.osc
+	before := osc.Status.DeepCopy()
+	status := &osc.Status
+	status.ObservedGeneration = osc.Generation
+	status.MachineDeploymentRevision = st.md.Annotations[clusterv1alpha1.AnnotationRevision]
+	if st.osp != nil {
+		status.Profile = fmt.Sprintf("%s/%s@%s", st.osp.Namespace, st.osp.Name, st.osp.Spec.Version)
+	}
+
+	if reconcileErr != nil {
+		reason := osmv1alpha1.ReasonWriteFailed
+		if s, ok := isStalling(reconcileErr); ok {
+			reason = s.reason
+		}
+		msg := oneLine(reconcileErr.Error())
+		condType := osmv1alpha1.ConditionRendered
+		if reason == osmv1alpha1.ReasonWriteFailed {
+			condType = osmv1alpha1.ConditionSecretsWritten
+		}
+		setCondition(status, osc.Generation, condType, metav1.ConditionFalse, reason, msg)
+		setCondition(status, osc.Generation, osmv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		r.Recorder.Event(st.md, corev1.EventTypeWarning, reason, msg)
+	} else {
+		if st.output != nil {
+			status.Plugin = st.output.Plugin
+			status.BootstrapSize, status.ProvisioningSize = int64(st.bootstrapSize), int64(st.provisioningSize)
+		}
+		status.BootstrapSecret = r.Settings.CloudInitSettingsNamespace + "/" + render.BootstrapSecretName(st.md)
+		status.ProvisioningSecret = r.Settings.CloudInitSettingsNamespace + "/" + render.ProvisioningSecretName(st.md)
+		setCondition(status, osc.Generation, osmv1alpha1.ConditionRendered, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "rendered from "+status.Profile)
+		setCondition(status, osc.Generation, osmv1alpha1.ConditionSecretsWritten, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded,
+			fmt.Sprintf("bootstrap %d bytes, provisioning %d bytes", status.BootstrapSize, status.ProvisioningSize))
+		setCondition(status, osc.Generation, osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded,
+			"user-data for revision "+status.MachineDeploymentRevision+" is ready")
+		if len(st.wrote) > 0 {
+			r.Recorder.Event(st.md, corev1.EventTypeNormal, EventRendered, "wrote "+strings.Join(st.wrote, ", "))
+		}
+		if st.output != nil {
+			for _, w := range st.output.Warnings {
+				r.Recorder.Event(st.md, corev1.EventTypeWarning, "PluginWarning", oneLine(w))
+			}
+		}
+	}
+	if apierrors.Semantic.DeepEqual(before, &osc.Status) {
+		return nil
+	}
+	if err := r.Mgmt.Status().Update(ctx, osc); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "writing OperatingSystemConfig status")
+		return client.IgnoreNotFound(err)
+	}
+	return nil
+}
+
+func readyAndCurrent(osc *osmv1alpha1.OperatingSystemConfig) bool {
+	c := meta.FindStatusCondition(osc.Status.Conditions, osmv1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == osc.Generation
+}
+
+// createPlaceholder creates an OSC with an empty spec to carry the status of a MachineDeployment that has not
+// rendered yet.
+func (r *Reconciler) createPlaceholder(ctx context.Context, st *state) error {
+	spec := osmv1alpha1.OperatingSystemConfigSpec{OSName: "unknown"}
+	if pc, err := st.md.ProviderConfig(); err == nil {
+		spec.OSName = osmv1alpha1.OperatingSystem(pc.OperatingSystem)
+		spec.CloudProvider.Name = pc.CloudProvider
+	}
+	osc := &osmv1alpha1.OperatingSystemConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md), Labels: credentials.Labels(st.md)},
+		Spec:       spec,
+	}
+	if err := r.Mgmt.Create(ctx, osc); err != nil {
+		return fmt.Errorf("creating OperatingSystemConfig %s to report status: %w", osc.Name, err)
+	}
+	st.osc = osc
+	return nil
+}
+
+func setCondition(status *osmv1alpha1.OperatingSystemConfigStatus, gen int64, t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+// oneLine keeps messages fit for a condition or an event.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 1024 {
+		s = s[:1021] + "..."
+	}
+	return s
+}

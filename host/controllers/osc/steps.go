@@ -1,0 +1,299 @@
+package osc
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+// profileKey is the profile a MachineDeployment names.
+func (r *Reconciler) profileKey(md *clusterv1alpha1.MachineDeployment) client.ObjectKey {
+	ns := md.Annotations[clusterv1alpha1.AnnotationOSPNamespace]
+	if ns == "" {
+		ns = r.Settings.Namespace
+	}
+	return client.ObjectKey{Namespace: ns, Name: md.Annotations[clusterv1alpha1.AnnotationOSP]}
+}
+
+func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
+	key := r.profileKey(st.md)
+	st.osp = &osmv1alpha1.OperatingSystemProfile{}
+	if err := r.Mgmt.Get(ctx, key, st.osp); err != nil {
+		st.osp = nil
+		if apierrors.IsNotFound(err) {
+			return stall(osmv1alpha1.ReasonProfileNotFound, fmt.Errorf("OperatingSystemProfile %s does not exist; create it or fix the %s annotation", key, clusterv1alpha1.AnnotationOSP))
+		}
+		return fmt.Errorf("reading OperatingSystemProfile %s: %w", key, err)
+	}
+	var err error
+	if st.cluster, err = r.ClusterInfo(ctx); err != nil {
+		return stall(osmv1alpha1.ReasonRenderFailed, err)
+	}
+	st.hash = inputHash(st.md, st.osp, st.cluster, r.settingsHash, r.Build)
+	return nil
+}
+
+// loadCurrent reads what was written for the MachineDeployment before.
+func (r *Reconciler) loadCurrent(ctx context.Context, st *state) error {
+	osc := &osmv1alpha1.OperatingSystemConfig{}
+	switch err := r.Mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); {
+	case err == nil:
+		st.osc = osc
+	case !apierrors.IsNotFound(err):
+		return err
+	}
+	for _, s := range []struct {
+		name string
+		into **corev1.Secret
+	}{
+		{render.BootstrapSecretName(st.md), &st.bootstrap},
+		{render.ProvisioningSecretName(st.md), &st.provisioning},
+		{render.KubeletBootstrapSecretName(st.md), &st.kubeletBoot},
+	} {
+		secret := &corev1.Secret{}
+		switch err := r.Worker.Get(ctx, client.ObjectKey{Namespace: r.Settings.CloudInitSettingsNamespace, Name: s.name}, secret); {
+		case err == nil:
+			*s.into = secret
+		case !apierrors.IsNotFound(err):
+			return err
+		}
+	}
+	return nil
+}
+
+// issueCredentials makes sure the MachineDeployment has a valid provisioning token and bootstrap token,
+// reusing the current ones while they have enough validity left.
+func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
+	st.tokenTTLs = [2]time.Duration{r.Issuer.ProvisioningTokenTTL, r.Issuer.BootstrapTokenTTL}
+	if st.tokenTTLs[0] == 0 {
+		st.tokenTTLs[0] = credentials.DefaultProvisioningTokenTTL
+	}
+	if st.tokenTTLs[1] == 0 {
+		st.tokenTTLs[1] = credentials.DefaultBootstrapTokenTTL
+	}
+	var current credentials.Token
+	if st.bootstrap != nil {
+		current.Value = string(st.bootstrap.Data[KeyProvisioningToken])
+		current.Expires, _ = time.Parse(time.RFC3339, st.bootstrap.Annotations[AnnotationProvisioningTokenExpiry])
+	}
+	var err error
+	if st.provisioningToken, err = r.Issuer.ProvisioningToken(ctx, st.md, current); err != nil {
+		return err
+	}
+	if st.bootstrapToken, err = r.Issuer.BootstrapToken(ctx, st.md); err != nil {
+		return err
+	}
+	return nil
+}
+
+// upToDate reports whether everything written carries the current render hash and credentials.
+func (r *Reconciler) upToDate(st *state) bool {
+	if st.osc == nil || st.bootstrap == nil || st.provisioning == nil || st.kubeletBoot == nil {
+		return false
+	}
+	for _, ann := range []map[string]string{st.osc.Annotations, st.bootstrap.Annotations, st.provisioning.Annotations} {
+		if ann[AnnotationRenderHash] != st.hash {
+			return false
+		}
+	}
+	if string(st.bootstrap.Data[KeyProvisioningToken]) != st.provisioningToken.Value {
+		return false
+	}
+	return bytes.Equal(st.kubeletBoot.Data[KeyKubeconfig], []byte(r.kubeletKubeconfig(st)))
+}
+
+func (r *Reconciler) kubeletKubeconfig(st *state) string {
+	server := st.cluster.ServerURL
+	if r.Settings.OverrideBootstrapKubeletAPIServer != "" {
+		server = r.Settings.OverrideBootstrapKubeletAPIServer
+	}
+	ca := st.cluster.CACert
+	if r.Settings.KubernetesCACert != "" {
+		ca = r.Settings.KubernetesCACert
+	}
+	return render.BootstrapKubeconfig(server, ca, st.bootstrapToken.Value)
+}
+
+// renderIfNeeded renders the profile unless everything is current.
+func (r *Reconciler) renderIfNeeded(ctx context.Context, st *state) error {
+	if r.upToDate(st) {
+		st.done = true
+		return nil
+	}
+	out, err := r.Renderer.Render(ctx, render.Input{MachineDeployment: st.md, Profile: st.osp, Cluster: st.cluster, Settings: r.Settings})
+	if err != nil {
+		return r.renderFailure(err)
+	}
+	st.output = out
+	return nil
+}
+
+// renderFailure classifies a render error: everything the render pipeline reports is deterministic for the
+// same inputs and so stalls; a plugin failure may be load-related (a timeout) and is retried after a pause.
+func (r *Reconciler) renderFailure(err error) error {
+	reason := render.Reason(err)
+	s := &stallingError{reason: reason, err: err}
+	if reason == osmv1alpha1.ReasonPluginFailed || reason == osmv1alpha1.ReasonPluginPullFailed {
+		s.retryAfter = r.StalledRetry
+	}
+	return s
+}
+
+// annotations are what upstream OSM puts on the OSC and the Secrets, plus OSM's render hash.
+func (r *Reconciler) annotations(st *state) map[string]string {
+	return map[string]string{
+		AnnotationRevision:          st.md.Annotations[clusterv1alpha1.AnnotationRevision],
+		AnnotationOSPVersion:        st.osp.Spec.Version,
+		AnnotationMDAnnotationsHash: render.AnnotationsHash(st.md),
+		AnnotationRenderHash:        st.hash,
+	}
+}
+
+// writeConfig writes the OSC. Its spec is immutable (as upstream's): a new render replaces the object.
+func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
+	if st.osc != nil && st.osc.Annotations[AnnotationRenderHash] == st.hash && st.osc.Spec.OSName != "" {
+		return nil
+	}
+	if st.osc != nil {
+		if err := r.Mgmt.Delete(ctx, st.osc, client.Preconditions{UID: &st.osc.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("replacing OperatingSystemConfig %s: %w", st.osc.Name, err)
+		}
+	}
+	osc := &osmv1alpha1.OperatingSystemConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md),
+			Labels: credentials.Labels(st.md), Annotations: r.annotations(st)},
+		Spec: st.output.Spec,
+	}
+	if err := r.Mgmt.Create(ctx, osc); err != nil {
+		return fmt.Errorf("creating OperatingSystemConfig %s: %w", osc.Name, err)
+	}
+	st.osc = osc
+	st.wrote = append(st.wrote, "OperatingSystemConfig "+osc.Name)
+	return nil
+}
+
+// writeSecrets writes the bootstrap and provisioning user-data and the kubelet bootstrap kubeconfig, each only
+// if it differs from what is there.
+func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
+	auth, err := r.RegistryAuth(ctx)
+	if err != nil {
+		return err
+	}
+	values := render.SecretValues{
+		BootstrapToken:    st.bootstrapToken.Value,
+		ProvisioningToken: st.provisioningToken.Value,
+		RegistryAuth:      auth,
+	}
+	userData := map[abi.Stage][]byte{}
+	for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
+		data, err := st.output.UserData(ctx, stage, values)
+		if err != nil {
+			return r.renderFailure(err)
+		}
+		userData[stage] = data
+	}
+	st.bootstrapSize, st.provisioningSize = len(userData[abi.StageBootstrap]), len(userData[abi.StageProvisioning])
+
+	ann := r.annotations(st)
+	bootAnn := copyMap(ann)
+	bootAnn[AnnotationProvisioningTokenExpiry] = st.provisioningToken.Expires.UTC().Format(time.RFC3339)
+	for _, s := range []struct {
+		current *corev1.Secret
+		name    string
+		data    map[string][]byte
+		ann     map[string]string
+	}{
+		// The provisioning Secret first: a machine created from a new bootstrap Secret must find its
+		// provisioning data already there.
+		{st.provisioning, render.ProvisioningSecretName(st.md), map[string][]byte{render.CloudConfigKey: userData[abi.StageProvisioning]}, ann},
+		{st.kubeletBoot, render.KubeletBootstrapSecretName(st.md), map[string][]byte{KeyKubeconfig: []byte(r.kubeletKubeconfig(st))}, ann},
+		{st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
+			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.provisioningToken.Value)}, bootAnn},
+	} {
+		if err := r.writeSecret(ctx, st, s.current, s.name, s.data, s.ann); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1.Secret, name string, data map[string][]byte, ann map[string]string) error {
+	if current == nil {
+		s := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.CloudInitSettingsNamespace, Name: name, Labels: credentials.Labels(st.md), Annotations: ann},
+			Type:       corev1.SecretTypeOpaque,
+			Data:       data,
+		}
+		if err := r.Worker.Create(ctx, s); err != nil {
+			return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, name, err)
+		}
+		st.wrote = append(st.wrote, "Secret "+name)
+		return nil
+	}
+	if equalData(current.Data, data) && containsAll(current.Annotations, ann) {
+		return nil
+	}
+	updated := current.DeepCopy()
+	updated.Data = data
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	for k, v := range ann {
+		updated.Annotations[k] = v
+	}
+	updated.Labels = mergeMaps(updated.Labels, credentials.Labels(st.md))
+	if err := r.Worker.Update(ctx, updated); err != nil {
+		return fmt.Errorf("updating Secret %s/%s: %w", current.Namespace, name, err)
+	}
+	st.wrote = append(st.wrote, "Secret "+name)
+	return nil
+}
+
+func equalData(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !bytes.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsAll(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func mergeMaps(a, b map[string]string) map[string]string {
+	out := copyMap(a)
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

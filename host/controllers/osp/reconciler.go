@@ -1,0 +1,179 @@
+// Package osp is the OperatingSystemProfile controller. It keeps the default profiles installed and current,
+// resolves every profile's plugin, and reports in each profile's status whether it can render.
+package osp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/go-logr/logr"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/validation"
+)
+
+// LabelDefault marks the profiles OSM installs; only those are updated when a newer one ships.
+const LabelDefault = "osm.k8c.io/default-profile"
+
+// Reconciler reconciles OperatingSystemProfiles.
+type Reconciler struct {
+	Client   client.Client
+	Plugins  render.PluginSource
+	Recorder record.EventRecorder
+	// Namespace is where default profiles live (-namespace).
+	Namespace string
+	// Defaults are the profiles shipped with this build; nil with -disable-default-osps.
+	Defaults []*osmv1alpha1.OperatingSystemProfile
+}
+
+// Reconcile resolves a profile's plugin and reports the result; for a default profile that is missing or older
+// than the shipped one, it installs the shipped one first.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logr.FromContextOrDiscard(ctx).WithValues("profile", klog.KRef(req.Namespace, req.Name))
+	ctx = logr.NewContext(ctx, log)
+	if err := r.installDefault(ctx, req); err != nil {
+		return ctrl.Result{}, err
+	}
+	osp := &osmv1alpha1.OperatingSystemProfile{}
+	if err := r.Client.Get(ctx, req.NamespacedName, osp); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !osp.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	before := osp.Status.DeepCopy()
+	r.resolve(ctx, osp)
+	osp.Status.ObservedGeneration = osp.Generation
+	if apiequality.Semantic.DeepEqual(before, &osp.Status) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, osp))
+}
+
+// resolve sets the plugin and the conditions in osp.Status.
+func (r *Reconciler) resolve(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) {
+	gen := osp.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&osp.Status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+	}
+	if errs := (&validation.ProfileValidator{}).ValidateStructure(osp); len(errs) > 0 {
+		msg := errs.ToAggregate().Error()
+		set(osmv1alpha1.ConditionReady, metav1.ConditionFalse, osmv1alpha1.ReasonTemplateError, msg)
+		r.Recorder.Event(osp, "Warning", osmv1alpha1.ReasonTemplateError, msg)
+		return
+	}
+	if osp.Spec.Plugin == nil {
+		osp.Status.Plugin = nil
+		meta.RemoveStatusCondition(&osp.Status.Conditions, osmv1alpha1.ConditionPluginResolved)
+		set(osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "templates-only profile")
+		return
+	}
+	p, err := r.Plugins.Resolve(ctx, osp.Namespace, osp.Spec.Plugin)
+	if err != nil {
+		reason := render.Reason(err)
+		msg := strings.Join(strings.Fields(err.Error()), " ")
+		set(osmv1alpha1.ConditionPluginResolved, metav1.ConditionFalse, reason, msg)
+		set(osmv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		r.Recorder.Event(osp, "Warning", reason, msg)
+		return
+	}
+	id := p.Identity()
+	osp.Status.Plugin = &id
+	md := p.Metadata()
+	if !md.SupportsOS(string(osp.Spec.OSName), osp.Spec.OSVersion) {
+		msg := fmt.Sprintf("plugin %q does not support %s %s", md.Name, osp.Spec.OSName, osp.Spec.OSVersion)
+		set(osmv1alpha1.ConditionPluginResolved, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "resolved to "+id.Digest)
+		set(osmv1alpha1.ConditionReady, metav1.ConditionFalse, osmv1alpha1.ReasonUnsupported, msg)
+		return
+	}
+	set(osmv1alpha1.ConditionPluginResolved, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, fmt.Sprintf("plugin %s %s resolved to %s", md.Name, md.Version, id.Digest))
+	set(osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "profile can render")
+}
+
+// installDefault creates a shipped profile that is missing, and replaces one that is older than the shipped
+// version. A profile with a newer or equal version is left alone: operators may have adopted and changed it.
+func (r *Reconciler) installDefault(ctx context.Context, req ctrl.Request) error {
+	if req.Namespace != r.Namespace {
+		return nil
+	}
+	var shipped *osmv1alpha1.OperatingSystemProfile
+	for _, d := range r.Defaults {
+		if d.Name == req.Name {
+			shipped = d
+		}
+	}
+	if shipped == nil {
+		return nil
+	}
+	current := &osmv1alpha1.OperatingSystemProfile{}
+	err := r.Client.Get(ctx, req.NamespacedName, current)
+	if apierrors.IsNotFound(err) {
+		osp := shipped.DeepCopy()
+		osp.Namespace = r.Namespace
+		osp.Labels = mergeLabels(osp.Labels, map[string]string{LabelDefault: "true"})
+		if err := r.Client.Create(ctx, osp); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("installing default profile %s: %w", osp.Name, err)
+		}
+		logr.FromContextOrDiscard(ctx).Info("installed default profile", "version", osp.Spec.Version)
+		return nil
+	}
+	if err != nil || !current.DeletionTimestamp.IsZero() {
+		return err
+	}
+	have, err1 := semver.NewVersion(current.Spec.Version)
+	want, err2 := semver.NewVersion(shipped.Spec.Version)
+	if err1 != nil || err2 != nil || !want.GreaterThan(have) {
+		return nil
+	}
+	oldVersion := current.Spec.Version
+	current.Spec = *shipped.Spec.DeepCopy()
+	current.Labels = mergeLabels(current.Labels, map[string]string{LabelDefault: "true"})
+	if err := r.Client.Update(ctx, current); err != nil {
+		return fmt.Errorf("upgrading default profile %s: %w", current.Name, err)
+	}
+	r.Recorder.Eventf(current, "Normal", "DefaultProfileUpgraded", "upgraded from %s to %s", oldVersion, shipped.Spec.Version)
+	return nil
+}
+
+// InstallDefaults installs or upgrades every default profile; the controller runs it once at start, after
+// which deletions and edits are reconciled one by one.
+func (r *Reconciler) InstallDefaults(ctx context.Context) error {
+	for _, d := range r.Defaults {
+		if err := r.installDefault(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: r.Namespace, Name: d.Name}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("operatingsystemprofile").
+		For(&osmv1alpha1.OperatingSystemProfile{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
+		Complete(r)
+}
+
+func mergeLabels(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}

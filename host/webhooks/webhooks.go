@@ -1,0 +1,117 @@
+// Package webhooks holds OSM's admission webhooks: profile validation, OperatingSystemConfig immutability and
+// MachineDeployment defaulting. They are served by the controller.
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/validation"
+)
+
+// Paths the webhooks are served on; deploy/ and the tests register these.
+const (
+	PathValidateProfile          = "/validate-operatingsystemprofile"
+	PathValidateConfig           = "/validate-operatingsystemconfig"
+	PathDefaultMachineDeployment = "/mutate-machinedeployment"
+)
+
+// Setup registers the webhooks on mgr's webhook server.
+func Setup(mgr ctrl.Manager, profiles *validation.ProfileValidator) error {
+	if err := ctrl.NewWebhookManagedBy(mgr, &osmv1alpha1.OperatingSystemProfile{}).
+		WithValidator(&ProfileValidator{Validator: profiles}).WithValidatorCustomPath(PathValidateProfile).Complete(); err != nil {
+		return err
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &osmv1alpha1.OperatingSystemConfig{}).
+		WithValidator(ConfigValidator{}).WithValidatorCustomPath(PathValidateConfig).Complete(); err != nil {
+		return err
+	}
+	return ctrl.NewWebhookManagedBy(mgr, &clusterv1alpha1.MachineDeployment{}).
+		WithDefaulter(MachineDeploymentDefaulter{}).WithDefaulterCustomPath(PathDefaultMachineDeployment).Complete()
+}
+
+// ProfileValidator rejects profiles that cannot render, and spec changes without a version bump.
+type ProfileValidator struct {
+	Validator *validation.ProfileValidator
+}
+
+var profileKind = osmv1alpha1.GroupVersion.WithKind("OperatingSystemProfile").GroupKind()
+
+func (v *ProfileValidator) ValidateCreate(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {
+	return nil, invalid(profileKind, osp.Name, v.Validator.Validate(ctx, osp))
+}
+
+func (v *ProfileValidator) ValidateUpdate(ctx context.Context, oldOSP, newOSP *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {
+	if apiequality.Semantic.DeepEqual(oldOSP.Spec, newOSP.Spec) {
+		return nil, nil // metadata or status only
+	}
+	errs := validation.ValidateUpdate(oldOSP, newOSP)
+	errs = append(errs, v.Validator.Validate(ctx, newOSP)...)
+	return nil, invalid(profileKind, newOSP.Name, errs)
+}
+
+func (v *ProfileValidator) ValidateDelete(context.Context, *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ConfigValidator keeps an OperatingSystemConfig's spec immutable, as upstream does: a rendered configuration is
+// a record of what machines were given, and OSM replaces it as a whole when it renders again.
+type ConfigValidator struct{}
+
+func (ConfigValidator) ValidateCreate(context.Context, *osmv1alpha1.OperatingSystemConfig) (admission.Warnings, error) {
+	return nil, nil
+}
+
+func (ConfigValidator) ValidateUpdate(_ context.Context, oldOSC, newOSC *osmv1alpha1.OperatingSystemConfig) (admission.Warnings, error) {
+	if apiequality.Semantic.DeepEqual(oldOSC.Spec, newOSC.Spec) {
+		return nil, nil
+	}
+	return nil, invalid(osmv1alpha1.GroupVersion.WithKind("OperatingSystemConfig").GroupKind(), newOSC.Name, field.ErrorList{
+		field.Forbidden(field.NewPath("spec"), "an OperatingSystemConfig is immutable; change the profile or the MachineDeployment and OSM renders a new one"),
+	})
+}
+
+func (ConfigValidator) ValidateDelete(context.Context, *osmv1alpha1.OperatingSystemConfig) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// MachineDeploymentDefaulter names the default profile of a MachineDeployment's OS when it names none.
+type MachineDeploymentDefaulter struct{}
+
+func (MachineDeploymentDefaulter) Default(_ context.Context, md *clusterv1alpha1.MachineDeployment) error {
+	if md.Annotations[clusterv1alpha1.AnnotationOSP] != "" {
+		return nil
+	}
+	v := md.Spec.Template.Spec.ProviderSpec.Value
+	if v == nil || len(v.Raw) == 0 {
+		return nil
+	}
+	var pc struct {
+		OperatingSystem string `json:"operatingSystem"`
+	}
+	if err := json.Unmarshal(v.Raw, &pc); err != nil || pc.OperatingSystem == "" {
+		return nil // machine-controller's own webhook reports a broken provider spec
+	}
+	if md.Annotations == nil {
+		md.Annotations = map[string]string{}
+	}
+	md.Annotations[clusterv1alpha1.AnnotationOSP] = fmt.Sprintf("osp-%s", pc.OperatingSystem)
+	return nil
+}
+
+func invalid(kind schema.GroupKind, name string, errs field.ErrorList) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return apierrors.NewInvalid(kind, name, errs)
+}
