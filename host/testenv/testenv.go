@@ -41,7 +41,9 @@ type Env struct {
 	// Kubeconfig is the path of a kubeconfig file for the cluster admin, for kubectl and controllers run as
 	// separate processes.
 	Kubeconfig string
-	env        *envtest.Environment
+	// Webhook holds where envtest expects the test's webhook server (host, port, certificates).
+	Webhook *envtest.WebhookInstallOptions
+	env     *envtest.Environment
 }
 
 // Options change how the control plane starts.
@@ -51,6 +53,8 @@ type Options struct {
 	WebhookInstallOptions envtest.WebhookInstallOptions
 	// SkipExternalCRDs leaves machine-controller's CRDs out, to model a management cluster.
 	SkipExternalCRDs bool
+	// APIServerFlags are extra kube-apiserver flags, e.g. enable-bootstrap-token-auth=true.
+	APIServerFlags map[string]string
 }
 
 // Start starts a control plane for the test and stops it when the test ends.
@@ -78,6 +82,12 @@ func Start(t testing.TB, opts Options) *Env {
 		WebhookInstallOptions: opts.WebhookInstallOptions,
 		Scheme:                Scheme,
 	}
+	if len(opts.APIServerFlags) > 0 {
+		args := env.ControlPlane.GetAPIServer().Configure()
+		for k, v := range opts.APIServerFlags {
+			args.Set(k, v)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
@@ -91,7 +101,7 @@ func Start(t testing.TB, opts Options) *Env {
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}
-	e := &Env{Config: cfg, Client: c, env: env}
+	e := &Env{Config: cfg, Client: c, env: env, Webhook: &env.WebhookInstallOptions}
 	e.Kubeconfig = writeKubeconfig(t, env)
 	return e
 }

@@ -39,7 +39,8 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 		}
 	}
 	osc := st.osc
-	before := osc.Status.DeepCopy()
+	base := osc.DeepCopy()
+	before := &base.Status
 	status := &osc.Status
 	status.ObservedGeneration = osc.Generation
 	status.MachineDeploymentRevision = st.md.Annotations[clusterv1alpha1.AnnotationRevision]
@@ -84,7 +85,9 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	if apierrors.Semantic.DeepEqual(before, &osc.Status) {
 		return nil
 	}
-	if err := r.Mgmt.Status().Update(ctx, osc); err != nil {
+	// A merge patch carries no resourceVersion, so a status write never conflicts with the cache being a step
+	// behind our own create.
+	if err := r.Mgmt.Status().Patch(ctx, osc, client.MergeFrom(base)); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "writing OperatingSystemConfig status")
 		return client.IgnoreNotFound(err)
 	}

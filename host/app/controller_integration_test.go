@@ -1,0 +1,319 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/app"
+	"github.com/osmhq/osm/host/controllers/osc"
+	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/encode/cloudinit/cloudinittest"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/testenv"
+)
+
+const wait = 60 * time.Second
+
+// TestControllerAgainstRealAPIServer runs the whole controller (reconcilers, webhooks, plugin runtime) against a
+// real kube-apiserver and checks the contract with machine-controller end to end.
+func TestControllerAgainstRealAPIServer(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
+	ctx := context.Background()
+	c := env.Client
+	ensureNamespace(t, env, userDataNS)
+	clusterInfo(t, env)
+	startOSM(t, env, nil, app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true, WorkerCount: 4})
+
+	upstream := &osmv1alpha1.OperatingSystemProfile{}
+	readYAMLFile(t, filepath.Join(testenv.RepoRoot(), "crds", "testdata", "upstream", "osp-ubuntu.yaml"), upstream)
+	// The webhook is served by the controller, which may still be starting.
+	eventually(t, wait, "creating the upstream ubuntu profile through the webhook", func() error { return c.Create(ctx, upstream.DeepCopy()) })
+	if err := c.Create(ctx, testOSP("osp-testos", "v1.0.0")); err != nil {
+		t.Fatalf("creating the testos profile: %v", err)
+	}
+
+	t.Run("MD gets user-data Secrets with machine-controller's names, key and annotations", func(t *testing.T) {
+		md := newMD(t, "workers", "ubuntu", "aws", "osp-ubuntu")
+		if err := c.Create(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+		boot := waitForSecret(t, c, "workers-kube-system-bootstrap-config", "1")
+		prov := waitForSecret(t, c, "workers-kube-system-provisioning-config", "1")
+		for _, s := range []*corev1.Secret{boot, prov} {
+			cloudinittest.Validate(t, s.Name, s.Data["cloud-config"])
+			if s.Annotations["k8c.io/osp-version"] != upstream.Spec.Version {
+				t.Errorf("%s: osp-version annotation = %q", s.Name, s.Annotations["k8c.io/osp-version"])
+			}
+		}
+		// The bootstrap user-data carries a working, scoped credential instead of a placeholder.
+		token := string(boot.Data[osc.KeyProvisioningToken])
+		if token == "" || !strings.Contains(string(decodeBootstrapScript(t, boot)), "Bearer "+token) {
+			t.Errorf("bootstrap user-data does not carry the provisioning token")
+		}
+		got := &osmv1alpha1.OperatingSystemConfig{}
+		eventually(t, wait, "OSC ready", func() error {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "workers-kube-system-config"}, got); err != nil {
+				return err
+			}
+			if !meta.IsStatusConditionTrue(got.Status.Conditions, osmv1alpha1.ConditionReady) {
+				return fmt.Errorf("conditions: %+v", got.Status.Conditions)
+			}
+			return nil
+		})
+		oscJSON := asJSON(t, got)
+		if strings.Contains(oscJSON, token) || strings.Contains(oscJSON, bootstrapTokenOf(t, c, md)) {
+			t.Errorf("the OSC holds a credential")
+		}
+		if got.Status.BootstrapSecret != "cloud-init-settings/workers-kube-system-bootstrap-config" || got.Status.BootstrapSize == 0 {
+			t.Errorf("status = %+v", got.Status)
+		}
+		fresh := &clusterv1alpha1.MachineDeployment{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil || !containsString(fresh.Finalizers, osc.Finalizer) {
+			t.Errorf("finalizer %s missing: %v %v", osc.Finalizer, fresh.Finalizers, err)
+		}
+	})
+
+	t.Run("the node credential reads its own provisioning data and nothing else", func(t *testing.T) {
+		if err := c.Create(ctx, newMD(t, "other", "ubuntu", "aws", "osp-ubuntu")); err != nil {
+			t.Fatal(err)
+		}
+		waitForSecret(t, c, "other-kube-system-provisioning-config", "1")
+		boot := waitForSecret(t, c, "workers-kube-system-bootstrap-config", "1")
+		node := nodeClient(t, env, string(boot.Data[osc.KeyProvisioningToken]))
+		own := &corev1.Secret{}
+		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, own); err != nil {
+			t.Fatalf("the node cannot read its own provisioning Secret: %v", err)
+		}
+		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "kube-system-workers-kubelet-bootstrap-config"}, &corev1.Secret{}); err != nil {
+			t.Fatalf("the node cannot read its kubelet bootstrap kubeconfig: %v", err)
+		}
+		for _, forbidden := range []client.ObjectKey{
+			{Namespace: userDataNS, Name: "other-kube-system-provisioning-config"},
+			{Namespace: userDataNS, Name: "workers-kube-system-bootstrap-config"},
+			{Namespace: "kube-system", Name: "cluster-admin-token"},
+		} {
+			if err := node.Get(ctx, forbidden, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+				t.Errorf("reading %s: want 403 Forbidden, got %v", forbidden, err)
+			}
+		}
+		if err := node.List(ctx, &corev1.SecretList{}, client.InNamespace(userDataNS)); !apierrors.IsForbidden(err) {
+			t.Errorf("listing Secrets: want 403 Forbidden, got %v", err)
+		}
+	})
+
+	t.Run("a new MD revision re-renders", func(t *testing.T) {
+		md := &clusterv1alpha1.MachineDeployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "workers"}, md); err != nil {
+			t.Fatal(err)
+		}
+		md.Annotations[clusterv1alpha1.AnnotationRevision] = "2"
+		md.Spec.Template.Spec.Versions.Kubelet = "1.34.1"
+		if err := c.Update(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+		prov := waitForSecret(t, c, "workers-kube-system-provisioning-config", "2")
+		if !strings.Contains(decodedFiles(t, prov), `KUBE_VERSION="${KUBE_VERSION:-v1.34.1}"`) {
+			t.Errorf("provisioning user-data not rendered for kubelet 1.34.1")
+		}
+		waitForSecret(t, c, "workers-kube-system-bootstrap-config", "2")
+	})
+
+	t.Run("a profile version bump re-renders its MachineDeployments", func(t *testing.T) {
+		osp := &osmv1alpha1.OperatingSystemProfile{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "osp-ubuntu"}, osp); err != nil {
+			t.Fatal(err)
+		}
+		osp.Spec.ProvisioningConfig.Files = append(osp.Spec.ProvisioningConfig.Files, osmv1alpha1.File{Path: "/etc/osm-bumped",
+			Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: "bumped\n"}}})
+		if err := c.Update(ctx, osp); err == nil || !strings.Contains(err.Error(), "spec.version") {
+			t.Fatalf("a spec change without a version bump must be rejected naming spec.version, got %v", err)
+		}
+		osp.Spec.Version = "v1.99.0"
+		if err := c.Update(ctx, osp); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, wait, "re-render with the new file", func() error {
+			s := &corev1.Secret{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, s); err != nil {
+				return err
+			}
+			if s.Annotations["k8c.io/osp-version"] != "v1.99.0" || !strings.Contains(string(s.Data["cloud-config"]), "/etc/osm-bumped") {
+				return fmt.Errorf("osp-version %q", s.Annotations["k8c.io/osp-version"])
+			}
+			return nil
+		})
+	})
+
+	t.Run("a deleted Secret comes back", func(t *testing.T) {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}}
+		if err := c.Delete(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		waitForSecret(t, c, "workers-kube-system-provisioning-config", "2")
+	})
+
+	t.Run("a broken profile is rejected at admission naming the field", func(t *testing.T) {
+		bad := testOSP("osp-broken", "v1.0.0")
+		bad.Spec.ProvisioningConfig.Files[0].Content.Inline.Data = "{{ .NoSuchField }}"
+		err := c.Create(ctx, bad)
+		if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.provisioningConfig.files[0].content.inline.data") {
+			t.Fatalf("want an Invalid error naming the template's field, got %v", err)
+		}
+		unknown := testOSP("osp-unknown-plugin", "v1.0.0")
+		unknown.Spec.Plugin.Builtin = "does-not-exist"
+		if err := c.Create(ctx, unknown); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.plugin.builtin") {
+			t.Fatalf("want an Invalid error naming spec.plugin.builtin, got %v", err)
+		}
+	})
+
+	t.Run("the OSC spec is immutable", func(t *testing.T) {
+		got := &osmv1alpha1.OperatingSystemConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "workers-kube-system-config"}, got); err != nil {
+			t.Fatal(err)
+		}
+		got.Spec.OSVersion = "changed"
+		if err := c.Update(ctx, got); err == nil || !strings.Contains(err.Error(), "immutable") {
+			t.Fatalf("want the webhook to refuse a spec change, got %v", err)
+		}
+	})
+
+	t.Run("a MachineDeployment without a profile gets the default profile's name", func(t *testing.T) {
+		md := newMD(t, "defaulted", "flatcar", "aws", "")
+		if err := c.Create(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+		if md.Annotations[clusterv1alpha1.AnnotationOSP] != "osp-flatcar" {
+			t.Errorf("annotations after create = %v", md.Annotations)
+		}
+	})
+
+	t.Run("a hostile plugin fails only its MachineDeployments", func(t *testing.T) {
+		names := []string{"loop-a", "panic-a", "oom-a", "garbage-a", "error-a", "healthy-a", "healthy-b"}
+		for _, n := range names {
+			if err := c.Create(ctx, newMD(t, n, "testos", "openstack", "osp-testos")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range []string{"healthy-a", "healthy-b"} {
+			waitForSecret(t, c, n+"-kube-system-bootstrap-config", "1")
+		}
+		for _, n := range []string{"loop-a", "panic-a", "oom-a", "garbage-a", "error-a"} {
+			got := &osmv1alpha1.OperatingSystemConfig{}
+			eventually(t, wait, n+" reports its failure", func() error {
+				if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: n + "-kube-system-config"}, got); err != nil {
+					return err
+				}
+				cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
+				if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != osmv1alpha1.ReasonPluginFailed {
+					return fmt.Errorf("Ready condition = %+v", cond)
+				}
+				if !strings.Contains(cond.Message, `"selective"`) {
+					return fmt.Errorf("message does not name the plugin: %s", cond.Message)
+				}
+				return nil
+			})
+			t.Logf("%s: %s", n, meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady).Message)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: n + "-kube-system-bootstrap-config"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: a bootstrap Secret exists for a failed render (err=%v)", n, err)
+			}
+			waitForEvent(t, c, n, osmv1alpha1.ReasonPluginFailed)
+		}
+		// After all that, the controller still serves new work.
+		if err := c.Create(ctx, newMD(t, "healthy-c", "testos", "aws", "osp-testos")); err != nil {
+			t.Fatal(err)
+		}
+		waitForSecret(t, c, "healthy-c-kube-system-bootstrap-config", "1")
+	})
+
+	t.Run("deleting the MachineDeployment removes everything OSM created for it", func(t *testing.T) {
+		md := &clusterv1alpha1.MachineDeployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "workers"}, md); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Delete(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, wait, "MachineDeployment gone", func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(md), md); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (finalizers %v)", md.Finalizers)
+			}
+			return nil
+		})
+		sel := client.MatchingLabels(credentials.Labels(md))
+		for _, l := range []struct {
+			list client.ObjectList
+			ns   string
+		}{
+			{&osmv1alpha1.OperatingSystemConfigList{}, osmNamespace},
+			{&corev1.SecretList{}, userDataNS},
+			{&corev1.SecretList{}, "kube-system"},
+			{&corev1.ServiceAccountList{}, userDataNS},
+			{&rbacv1.RoleList{}, userDataNS},
+			{&rbacv1.RoleBindingList{}, userDataNS},
+		} {
+			if err := c.List(ctx, l.list, client.InNamespace(l.ns), sel); err != nil {
+				t.Fatal(err)
+			}
+			if n := meta.LenList(l.list); n != 0 {
+				t.Errorf("%T in %s: %d objects left", l.list, l.ns, n)
+			}
+		}
+	})
+}
+
+func waitForSecret(t *testing.T, c client.Client, name, revision string) *corev1.Secret {
+	t.Helper()
+	s := &corev1.Secret{}
+	eventually(t, wait, "Secret "+name+" at revision "+revision, func() error {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: userDataNS, Name: name}, s); err != nil {
+			return err
+		}
+		if got := s.Annotations["k8c.io/machine-deployment-revision"]; got != revision {
+			return fmt.Errorf("revision annotation %q", got)
+		}
+		if len(s.Data[render.CloudConfigKey]) == 0 {
+			return fmt.Errorf("no %s key", render.CloudConfigKey)
+		}
+		return nil
+	})
+	return s
+}
+
+func waitForEvent(t *testing.T, c client.Client, mdName, reason string) {
+	t.Helper()
+	eventually(t, wait, "event "+reason+" on "+mdName, func() error {
+		events := &corev1.EventList{}
+		if err := c.List(context.Background(), events, client.InNamespace("kube-system")); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == mdName && e.Reason == reason && e.Type == corev1.EventTypeWarning {
+				return nil
+			}
+		}
+		return fmt.Errorf("no %s event", reason)
+	})
+}
+
+func containsString(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

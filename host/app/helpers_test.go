@@ -1,0 +1,292 @@
+package app_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	yamlv3 "go.yaml.in/yaml/v3"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/app"
+	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/encode/cloudinit"
+	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/testenv"
+	"github.com/osmhq/osm/host/webhooks"
+	"github.com/osmhq/osm/sdk/plugintest"
+)
+
+const (
+	osmNamespace = "kube-system"
+	userDataNS   = "cloud-init-settings"
+)
+
+// webhookOptions installs OSM's webhook configurations into envtest, pointed at the test process.
+func webhookOptions() envtest.WebhookInstallOptions {
+	v, m := webhooks.Configurations(osmNamespace, "osm-webhook")
+	return envtest.WebhookInstallOptions{ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{v}, MutatingWebhooks: []*admissionregistrationv1.MutatingWebhookConfiguration{m}}
+}
+
+// builtins returns a directory of built-in plugins for the test: the selective test plugin, plus what the caller
+// adds.
+func builtins(t *testing.T, extra map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{"selective": plugintest.Build(t, filepath.Join("testdata", "plugins", "selective"))}
+	for k, v := range extra {
+		files[k] = v
+	}
+	for name, src := range files {
+		copyFile(t, src, filepath.Join(dir, name+".wasm"))
+	}
+	return dir
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	in, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startOSM runs the controller in the test process against env, as cmd/osm-controller would.
+func startOSM(t *testing.T, env *testenv.Env, worker *testenv.Env, opts app.Options) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	opts.Mgmt = env.Config
+	if worker != nil {
+		opts.Worker = worker.Config
+	}
+	if opts.Settings.Namespace == "" {
+		opts.Settings = render.DefaultSettings()
+		opts.Settings.Namespace = osmNamespace
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = testr.NewWithOptions(t, testr.Options{Verbosity: 0})
+	}
+	if opts.MetricsAddress == "" {
+		opts.MetricsAddress = "0"
+	}
+	if opts.HealthProbeAddress == "" {
+		opts.HealthProbeAddress = "0"
+	}
+	opts.Plugins = plugin.Config{CacheDir: filepath.Join(os.TempDir(), "osm-test-plugin-cache"), Timeout: 2 * time.Second, MemoryLimit: 128 << 20}
+	if env.Webhook != nil && env.Webhook.LocalServingPort != 0 {
+		opts.Webhook = webhook.Options{Host: env.Webhook.LocalServingHost, Port: env.Webhook.LocalServingPort, CertDir: env.Webhook.LocalServingCertDir}
+	}
+	mgr, err := app.New(ctx, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("building the controller: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller stopped with: %v", err)
+		}
+	})
+}
+
+// clusterInfo publishes kube-public/cluster-info the way kubeadm does, pointing at env's API server.
+func clusterInfo(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: \"\"\n  cluster:\n    server: %s\n    certificate-authority-data: %s\n",
+		env.Config.Host, b64(env.Config.CAData))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-public", Name: "cluster-info"}, Data: map[string]string{"kubeconfig": kubeconfig}}
+	ensureNamespace(t, env, "kube-public")
+	if err := env.Client.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func ensureNamespace(t *testing.T, env *testenv.Env, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := env.Client.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+}
+
+func newMD(t *testing.T, name, os, provider, osp string) *clusterv1alpha1.MachineDeployment {
+	t.Helper()
+	pc, err := json.Marshal(map[string]any{
+		"cloudProvider": provider, "cloudProviderSpec": map[string]any{"region": "test"},
+		"operatingSystem": os, "operatingSystemSpec": map[string]any{},
+		"sshPublicKeys": []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOsmTestKey test@osm"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := map[string]string{clusterv1alpha1.AnnotationRevision: "1"}
+	if osp != "" {
+		ann[clusterv1alpha1.AnnotationOSP] = osp
+	}
+	return &clusterv1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Annotations: ann},
+		Spec: clusterv1alpha1.MachineDeploymentSpec{Template: clusterv1alpha1.MachineTemplateSpec{Spec: clusterv1alpha1.MachineSpec{
+			ProviderSpec: clusterv1alpha1.ProviderSpec{Value: &runtime.RawExtension{Raw: pc}},
+			Versions:     clusterv1alpha1.MachineVersionInfo{Kubelet: "1.33.2"},
+		}}},
+	}
+}
+
+// testOSP is a templates-and-plugin profile for the test OS "testos", rendered by the selective plugin.
+func testOSP(name, version string) *osmv1alpha1.OperatingSystemProfile {
+	return &osmv1alpha1.OperatingSystemProfile{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: osmNamespace},
+		Spec: osmv1alpha1.OperatingSystemProfileSpec{
+			OSName: "testos", OSVersion: "1.0", Version: version,
+			SupportedCloudProviders: []osmv1alpha1.CloudProviderSpec{{Name: "aws"}, {Name: "openstack"}},
+			BootstrapConfig: osmv1alpha1.OSPConfig{Files: []osmv1alpha1.File{{Path: "/opt/bin/fetch",
+				Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: "#!/bin/sh\ncurl -H 'Authorization: Bearer {{ .Token }}' {{ .ServerURL }}/api/v1/namespaces/cloud-init-settings/secrets/{{ .SecretName }}\n"}}}}},
+			ProvisioningConfig: osmv1alpha1.OSPConfig{Files: []osmv1alpha1.File{{Path: "/etc/kubernetes/bootstrap-kubelet.conf",
+				Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: "{{ .BootstrapKubeconfig }}"}}}}},
+			Plugin: &osmv1alpha1.PluginReference{Builtin: "selective"},
+		},
+	}
+}
+
+func readYAMLFile(t *testing.T, path string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually retries check until it returns nil or the timeout passes. The timeout bounds a wait for the
+// controller, never a performance expectation.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = check(); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+}
+
+func b64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }
+
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// userDataFiles parses cloud-config user-data and returns its files' decoded contents by path.
+func userDataFiles(t *testing.T, s *corev1.Secret) map[string]string {
+	t.Helper()
+	var doc cloudinit.Document
+	if err := yamlv3.Unmarshal(s.Data[render.CloudConfigKey], &doc); err != nil {
+		t.Fatalf("%s: %v", s.Name, err)
+	}
+	out := map[string]string{}
+	for _, f := range doc.WriteFiles {
+		content := f.Content
+		switch f.Encoding {
+		case "b64":
+			raw, err := base64.StdEncoding.DecodeString(content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			content = string(raw)
+		case "gz+b64":
+			raw, err := base64.StdEncoding.DecodeString(content)
+			if err != nil {
+				t.Fatal(err)
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, _ := io.ReadAll(zr)
+			content = string(data)
+		}
+		out[f.Path] = content
+	}
+	return out
+}
+
+func decodeBootstrapScript(t *testing.T, s *corev1.Secret) string {
+	t.Helper()
+	return userDataFiles(t, s)["/opt/bin/bootstrap"]
+}
+
+func decodedFiles(t *testing.T, s *corev1.Secret) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range userDataFiles(t, s) {
+		b.WriteString(c)
+	}
+	return b.String()
+}
+
+// bootstrapTokenOf returns md's bootstrap token as "<id>.<secret>".
+func bootstrapTokenOf(t *testing.T, c client.Client, md *clusterv1alpha1.MachineDeployment) string {
+	t.Helper()
+	list := &corev1.SecretList{}
+	if err := c.List(context.Background(), list, client.InNamespace("kube-system"), client.MatchingLabels(credentials.Labels(md))); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("want one bootstrap token for %s, found %d", md.Name, len(list.Items))
+	}
+	return string(list.Items[0].Data["token-id"]) + "." + string(list.Items[0].Data["token-secret"])
+}
+
+// nodeClient is a client that authenticates like a booting node: with only a bearer token and the cluster CA.
+func nodeClient(t *testing.T, env *testenv.Env, token string) client.Client {
+	t.Helper()
+	cfg := &rest.Config{Host: env.Config.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: env.Config.CAData}}
+	c, err := client.New(cfg, client.Options{Scheme: testenv.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
