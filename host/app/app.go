@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,6 +71,9 @@ type Options struct {
 	Build string
 	// Logger is the root logger.
 	Logger logr.Logger
+	// InProcessRestart allows a second controller in the same process, as tests that restart it need;
+	// controller-runtime otherwise refuses duplicate controller names.
+	InProcessRestart bool
 }
 
 // New builds the manager with every controller and webhook registered. Start it with mgr.Start.
@@ -89,6 +93,9 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              "operating-system-manager",
 		LeaderElectionNamespace:       o.Settings.Namespace,
 		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.InProcessRestart {
+		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
 	}
 	if o.Webhook.Port != 0 {
 		mgrOpts.WebhookServer = webhook.NewServer(o.Webhook)

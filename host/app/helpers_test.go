@@ -91,6 +91,26 @@ func startOSM(t *testing.T, env *testenv.Env, worker *testenv.Env, opts app.Opti
 	if worker != nil {
 		opts.Worker = worker.Config
 	}
+	fillDefaults(t, env, &opts)
+	mgr, err := app.New(ctx, opts)
+	if err != nil {
+		cancel()
+		t.Fatalf("building the controller: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller stopped with: %v", err)
+		}
+	})
+}
+
+// fillDefaults completes opts the way the tests run the controller.
+func fillDefaults(t *testing.T, env *testenv.Env, opts *app.Options) {
+	t.Helper()
+	opts.InProcessRestart = true
 	if opts.Settings.Namespace == "" {
 		opts.Settings = render.DefaultSettings()
 		opts.Settings.Namespace = osmNamespace
@@ -108,19 +128,6 @@ func startOSM(t *testing.T, env *testenv.Env, worker *testenv.Env, opts app.Opti
 	if env.Webhook != nil && env.Webhook.LocalServingPort != 0 {
 		opts.Webhook = webhook.Options{Host: env.Webhook.LocalServingHost, Port: env.Webhook.LocalServingPort, CertDir: env.Webhook.LocalServingCertDir}
 	}
-	mgr, err := app.New(ctx, opts)
-	if err != nil {
-		cancel()
-		t.Fatalf("building the controller: %v", err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller stopped with: %v", err)
-		}
-	})
 }
 
 // clusterInfo publishes kube-public/cluster-info the way kubeadm does, pointing at env's API server.
