@@ -1,0 +1,13 @@
+// Command amzn2 is OSM's default plugin for amzn2, built to WebAssembly by hack/build-plugins.sh. The logic is in
+// plugin.go and the shared packages under plugins/internal.
+package main
+
+import (
+	"github.com/osmhq/osm/plugins/internal/node"
+	"github.com/osmhq/osm/sdk/guest"
+)
+
+// A c-shared WebAssembly module runs package initialisers but never main, so the plugin registers in init.
+func init() { guest.Register(node.New(OS())) }
+
+func main() {}

@@ -1,0 +1,17 @@
+package main
+
+import (
+	"github.com/osmhq/osm/plugins/internal/dnf"
+	"github.com/osmhq/osm/plugins/internal/node"
+)
+
+// OS describes Rocky Linux 9. containerd comes from Docker's RHEL repository, which serves Rocky Linux as
+// well, because the distribution ships no containerd.
+func OS() *node.OS {
+	os := dnf.OS([]string{node.ContainerdDocker, node.ContainerdPreinstalled}, "2.2*")
+	os.Name = "rockylinux"
+	os.Description = "Rocky Linux 9 nodes with containerd, provisioned by cloud-init"
+	os.Versions = []string{"9", "9.*"}
+	os.CloudProviders = []string{"aws", "azure", "digitalocean", "equinixmetal", "gce", "hetzner", "kubevirt", "openstack", "vsphere"}
+	return os
+}
