@@ -51,7 +51,7 @@ func webhookOptions() envtest.WebhookInstallOptions {
 
 // builtins returns a directory of built-in plugins for the test: the selective test plugin, plus what the caller
 // adds.
-func builtins(t *testing.T, extra map[string]string) string {
+func builtins(t testing.TB, extra map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	files := map[string]string{"selective": plugintest.Build(t, filepath.Join("testdata", "plugins", "selective"))}
@@ -64,7 +64,7 @@ func builtins(t *testing.T, extra map[string]string) string {
 	return dir
 }
 
-func copyFile(t *testing.T, from, to string) {
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	in, err := os.Open(from)
 	if err != nil {
@@ -131,7 +131,7 @@ func fillDefaults(t *testing.T, env *testenv.Env, opts *app.Options) {
 }
 
 // clusterInfo publishes kube-public/cluster-info the way kubeadm does, pointing at env's API server.
-func clusterInfo(t *testing.T, env *testenv.Env) {
+func clusterInfo(t testing.TB, env *testenv.Env) {
 	t.Helper()
 	kubeconfig := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: \"\"\n  cluster:\n    server: %s\n    certificate-authority-data: %s\n",
 		env.Config.Host, b64(env.Config.CAData))
@@ -142,7 +142,7 @@ func clusterInfo(t *testing.T, env *testenv.Env) {
 	}
 }
 
-func ensureNamespace(t *testing.T, env *testenv.Env, name string) {
+func ensureNamespace(t testing.TB, env *testenv.Env, name string) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := env.Client.Create(context.Background(), ns); client.IgnoreAlreadyExists(err) != nil {
@@ -150,7 +150,7 @@ func ensureNamespace(t *testing.T, env *testenv.Env, name string) {
 	}
 }
 
-func newMD(t *testing.T, name, os, provider, osp string) *clusterv1alpha1.MachineDeployment {
+func newMD(t testing.TB, name, os, provider, osp string) *clusterv1alpha1.MachineDeployment {
 	t.Helper()
 	pc, err := json.Marshal(map[string]any{
 		"cloudProvider": provider, "cloudProviderSpec": map[string]any{"region": "test"},
@@ -189,7 +189,7 @@ func testOSP(name, version string) *osmv1alpha1.OperatingSystemProfile {
 	}
 }
 
-func readYAMLFile(t *testing.T, path string, into any) {
+func readYAMLFile(t testing.TB, path string, into any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -1,0 +1,232 @@
+package app_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/testenv"
+	"github.com/osmhq/osm/plugins"
+)
+
+// BenchmarkController500 measures what issue 5 asks for: 500 MachineDeployments exist before the controller
+// starts; how long until all 500 bootstrap Secrets exist, the controller's peak RSS, and how many API writes
+// it spends per MachineDeployment. The controller runs as its own process (the real binary, with the embedded
+// plugins), so its memory is measured alone. Run it with `make bench-controller`.
+//
+// OSM_BENCH_MDS changes the number of MachineDeployments; OSM_BENCH_PROFILE picks the profile (default: the
+// embedded osp-ubuntu, rendered by the ubuntu plugin; "upstream" uses upstream's templates-only osp-ubuntu).
+func BenchmarkController500(b *testing.B) {
+	n := 500
+	if v, err := strconv.Atoi(os.Getenv("OSM_BENCH_MDS")); err == nil && v > 0 {
+		n = v
+	}
+	bin := buildController(b)
+	for range b.N {
+		runThroughput(b, bin, n)
+	}
+}
+
+func runThroughput(b *testing.B, bin string, n int) {
+	env := testenv.Start(b, testenv.Options{})
+	ctx := context.Background()
+	c := env.Client
+	ensureNamespace(b, env, userDataNS)
+	clusterInfo(b, env)
+	osp, name := benchProfile(b)
+	if err := c.Create(ctx, osp); err != nil {
+		b.Fatal(err)
+	}
+	createMDs(b, c, n, osp.Spec.OSName, name)
+	writesBefore := apiWrites(b, env)
+
+	port := freePort(b)
+	cmd := exec.Command(bin, "-kubeconfig", env.Kubeconfig, "-namespace", osmNamespace, "-webhook-port", "0",
+		"-leader-elect=false", "-health-probe-address", "0", "-metrics-address", fmt.Sprintf("127.0.0.1:%d", port),
+		"-plugin-cache-dir", filepath.Join(b.TempDir(), "cache"), "-disable-default-osps", "-log-format", "json")
+	logFile, _ := os.Create(filepath.Join(b.TempDir(), "controller.log"))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+
+	for {
+		list := &corev1.SecretList{}
+		if err := c.List(ctx, list, client.InNamespace(userDataNS)); err != nil {
+			b.Fatal(err)
+		}
+		boot := 0
+		for _, s := range list.Items {
+			if strings.HasSuffix(s.Name, "-bootstrap-config") && !strings.Contains(s.Name, "kubelet") {
+				boot++
+			}
+		}
+		if boot == n {
+			break
+		}
+		if time.Since(start) > 20*time.Minute {
+			b.Fatalf("only %d of %d bootstrap Secrets after 20 minutes; controller log: %s", boot, n, logFile.Name())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	writes := apiWrites(b, env) - writesBefore
+	// Let the controller settle, then count the writes of a controller with nothing to do.
+	time.Sleep(10 * time.Second)
+	idleWrites := apiWrites(b, env) - writesBefore - writes
+	rss := peakRSS(b, cmd.Process.Pid)
+
+	b.ReportMetric(elapsed.Seconds(), "s-to-all-secrets")
+	b.ReportMetric(float64(n)/elapsed.Seconds(), "mds/s")
+	b.ReportMetric(float64(rss)/1024, "peak-rss-MiB")
+	b.ReportMetric(float64(writes)/float64(n), "api-writes/md")
+	b.ReportMetric(float64(idleWrites), "idle-writes")
+	b.Logf("%d MachineDeployments (%s): all bootstrap Secrets after %.1fs (%.1f MD/s), peak RSS %.0f MiB, %.1f API writes per MD, %d writes in 10s idle",
+		n, osp.Name, elapsed.Seconds(), float64(n)/elapsed.Seconds(), float64(rss)/1024, float64(writes)/float64(n), idleWrites)
+}
+
+func buildController(b *testing.B) string {
+	b.Helper()
+	if _, err := plugins.Names(plugins.Builtin()); err != nil {
+		b.Fatal(err)
+	}
+	out := filepath.Join(b.TempDir(), "osm-controller")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/osm-controller")
+	cmd.Dir = testenv.RepoRoot()
+	if data, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("building osm-controller: %v\n%s", err, data)
+	}
+	return out
+}
+
+func benchProfile(b *testing.B) (*osmv1alpha1.OperatingSystemProfile, string) {
+	b.Helper()
+	if os.Getenv("OSM_BENCH_PROFILE") != "upstream" {
+		defaults, err := plugins.DefaultProfiles()
+		if err != nil {
+			b.Fatal(err)
+		}
+		names, _ := plugins.Names(plugins.Builtin())
+		for _, d := range defaults {
+			if d.Name == "osp-ubuntu" && d.Spec.Plugin != nil && contains(names, d.Spec.Plugin.Builtin) {
+				d = d.DeepCopy()
+				d.Namespace = osmNamespace
+				return d, d.Name
+			}
+		}
+		b.Log("the embedded osp-ubuntu or its plugin is not built (run make plugins); using upstream's templates-only profile")
+	}
+	osp := &osmv1alpha1.OperatingSystemProfile{}
+	readYAMLFile(b, filepath.Join(testenv.RepoRoot(), "crds", "testdata", "upstream", "osp-ubuntu.yaml"), osp)
+	return osp, osp.Name
+}
+
+func createMDs(b *testing.B, c client.Client, n int, osName osmv1alpha1.OperatingSystem, osp string) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			provider := []string{"aws", "openstack", "vsphere", "azure"}[i%4]
+			errs <- c.Create(context.Background(), newMD(b, fmt.Sprintf("md-%04d", i), string(osName), provider, osp))
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// apiWrites sums the API server's create, update, patch and delete requests so far.
+func apiWrites(b *testing.B, env *testenv.Env) int {
+	b.Helper()
+	rc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := rc.Get(env.Config.Host + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	total := 0
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "apiserver_request_total{") {
+			continue
+		}
+		if !(strings.Contains(line, `verb="POST"`) || strings.Contains(line, `verb="PUT"`) || strings.Contains(line, `verb="PATCH"`) || strings.Contains(line, `verb="DELETE"`)) {
+			continue
+		}
+		if strings.Contains(line, `resource="events"`) || strings.Contains(line, `resource="leases"`) || strings.Contains(line, `resource="subjectaccessreviews"`) {
+			continue // events are best-effort and deduplicated; leases belong to the control plane itself
+		}
+		if f := strings.Fields(line); len(f) == 2 {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			total += int(v)
+		}
+	}
+	return total
+}
+
+// peakRSS is the high-water mark of a process's resident memory, in KiB.
+func peakRSS(b *testing.B, pid int) int {
+	b.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			v, _ := strconv.Atoi(strings.Fields(line)[1])
+			return v
+		}
+	}
+	b.Fatal("no VmHWM")
+	return 0
+}
+
+func freePort(b *testing.B) int {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
