@@ -40,7 +40,7 @@ func decodeAll(fsys embed.FS, dir string) ([]*apiextensionsv1.CustomResourceDefi
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, e := range entries {
-		if path.Ext(e.Name()) != ".yaml" {
+		if path.Ext(e.Name()) != ".yaml" || e.Name() == "kustomization.yaml" {
 			continue
 		}
 		data, err := fsys.ReadFile(path.Join(dir, e.Name()))

@@ -1,0 +1,126 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	"github.com/osmhq/osm/host/app"
+	"github.com/osmhq/osm/host/testenv"
+	"github.com/osmhq/osm/host/webhooks"
+)
+
+// deployDocs renders deploy/ with kubectl's kustomize and returns the objects.
+func deployDocs(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := exec.Command(testenv.Kubectl(t), "kustomize", filepath.Join(testenv.RepoRoot(), "deploy")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize deploy: %v\n%s", err, out)
+	}
+	var objs []*unstructured.Unstructured
+	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(doc, &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+	return objs
+}
+
+// TestDeployManifests checks deploy/: it builds with kustomize, its webhook configurations route to the paths
+// the controller serves, and its RBAC is enough for the controller to do its whole job — proven by running the
+// controller against a real API server as the deploy/ ServiceAccount.
+func TestDeployManifests(t *testing.T) {
+	objs := deployDocs(t)
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+	}
+	for _, want := range []string{"CustomResourceDefinition", "Deployment", "ClusterRole", "Role", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Namespace"} {
+		if kinds[want] == 0 {
+			t.Errorf("deploy/ has no %s (kinds: %v)", want, kinds)
+		}
+	}
+
+	v, m := webhooks.Configurations("kube-system", "operating-system-manager-webhook")
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "webhooks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.SplitN(string(data), "\n---\n", 2)
+	gotV, gotM := &admissionregistrationv1.ValidatingWebhookConfiguration{}, &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), gotV); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), gotM); err != nil {
+		t.Fatal(err)
+	}
+	gotV.Annotations, gotM.Annotations = nil, nil
+	if diff := cmp.Diff(v, gotV); diff != "" {
+		t.Errorf("deploy/webhooks.yaml validating webhooks differ from the controller's (-controller +deploy):\n%s", diff)
+	}
+	if diff := cmp.Diff(m, gotM); diff != "" {
+		t.Errorf("deploy/webhooks.yaml mutating webhook differs from the controller's (-controller +deploy):\n%s", diff)
+	}
+
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			ensureNamespace(t, env, nonEmpty(o.GetNamespace(), "default"))
+			if err := env.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	clusterInfo(t, env)
+	if err := env.Client.Create(ctx, testOSP("osp-testos", "v1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	asController := rest.CopyConfig(env.Config)
+	asController.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:operating-system-manager"}
+	sa := &testenv.Env{Config: asController, Client: env.Client, Webhook: env.Webhook}
+	startOSM(t, sa, nil, app.Options{Builtins: os.DirFS(builtins(t, nil)), LeaderElect: true,
+		Defaults: nil, DisableDefaultOSPs: true})
+
+	md := newMD(t, "rbac", "testos", "aws", "osp-testos")
+	if err := env.Client.Create(ctx, md); err != nil {
+		t.Fatal(err)
+	}
+	waitForSecret(t, env.Client, "rbac-kube-system-bootstrap-config", "1")
+	waitForSecret(t, env.Client, "rbac-kube-system-provisioning-config", "1")
+	if err := env.Client.Delete(ctx, md); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "cleanup with the deploy/ RBAC", func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(md), &clusterv1alpha1.MachineDeployment{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("MachineDeployment still there: %v", err)
+		}
+		return nil
+	})
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
