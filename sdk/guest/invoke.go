@@ -1,13 +1,13 @@
 package guest
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
 
 	"github.com/osmhq/osm/sdk/abi"
+	json "github.com/osmhq/osm/sdk/internal/wirejson"
 )
 
 // Invoke runs one ABI export of p on the JSON input, exactly as the wasm module does: it decodes the request,
