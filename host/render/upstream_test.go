@@ -23,7 +23,7 @@ import (
 
 var upstreamDir = filepath.Join(testenv.RepoRoot(), "crds", "testdata", "upstream")
 
-func loadYAML(t *testing.T, path string, into any) {
+func loadYAML(t testing.TB, path string, into any) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -49,7 +49,7 @@ func upstreamSettings(external bool) render.Settings {
 	return s
 }
 
-func upstreamMD(t *testing.T, name, osp, kubelet, os, provider, providerSpec string) *clusterv1alpha1.MachineDeployment {
+func upstreamMD(t testing.TB, name, osp, kubelet, os, provider, providerSpec string) *clusterv1alpha1.MachineDeployment {
 	t.Helper()
 	pc := map[string]any{
 		"sshPublicKeys":     []string{"ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAACAQDdOIhYmzCK5DSVLu3c"},

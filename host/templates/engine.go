@@ -3,6 +3,7 @@ package templates
 import (
 	"bytes"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"text/template"
@@ -47,9 +48,13 @@ func RenderStage(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime st
 		return nil, err
 	}
 
+	shared, err := sharedSet(section, defines)
+	if err != nil {
+		return nil, err
+	}
 	out := &abi.NodeConfig{}
 	for i, f := range files {
-		content, err := renderFile(f, defines, data)
+		content, err := renderFile(f, shared, defines, data)
 		if err != nil {
 			return nil, &FieldError{Field: fileField(section, i, len(cfg.Files), containerRuntime), Path: f.Path, Err: err}
 		}
@@ -122,10 +127,39 @@ func renderNamed(section string, named map[string]string, data any) ([]string, e
 	return defines, nil
 }
 
-func renderFile(f osmv1alpha1.File, defines []string, data any) (string, error) {
+// sharedSet parses the named templates once per stage into a set every file template joins, so each file costs
+// one parse instead of one parse plus one per named template, and the function map is copied once, not per file.
+func sharedSet(section string, defines []string) (*template.Template, error) {
+	set := template.New(section).Funcs(funcs)
+	for _, d := range defines {
+		if _, err := set.Parse(d); err != nil {
+			return nil, &FieldError{Field: section + ".templates", Err: fmt.Errorf("a named template's output does not parse: %w", err)}
+		}
+	}
+	return set, nil
+}
+
+// definesTemplates reports whether a file's template defines templates of its own. Such a file gets a set of
+// its own, as upstream gives every file, so its definitions cannot leak into other files.
+func definesTemplates(src string) bool { return defineAction.MatchString(src) }
+
+var defineAction = regexp.MustCompile(`\{\{-?\s*(define|block)\b`)
+
+func renderFile(f osmv1alpha1.File, shared *template.Template, defines []string, data any) (string, error) {
 	src := ""
 	if f.Content.Inline != nil {
 		src = f.Content.Inline.Data
+	}
+	if !definesTemplates(src) {
+		t, err := shared.New(f.Path).Parse(src)
+		if err != nil {
+			return "", err
+		}
+		var buf bytes.Buffer
+		if err := t.Execute(&buf, data); err != nil {
+			return "", trimExecError(err)
+		}
+		return buf.String(), nil
 	}
 	t, err := template.New(f.Path).Funcs(funcs).Parse(src)
 	if err != nil {
