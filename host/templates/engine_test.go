@@ -51,7 +51,7 @@ func TestRenderStageSemantics(t *testing.T) {
 		// whitespace trimmed, exactly as upstream OSM wraps them.
 		"/a": "start\nhello world\nend",
 		// The section's template wins over the runtime's of the same name; runtime-only templates are visible.
-		"/b":                          "from section runtime only",
+		"/b":                          "\nfrom section \nruntime only",
 		"/own":                        "L\nhello world",
 		"/etc/containerd/config.toml": "world",
 	}
