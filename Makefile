@@ -15,7 +15,7 @@ help: ## List the targets.
 
 .PHONY: demo
 demo: plugins ## Render a MachineDeployment's user-data offline with the embedded default profiles and plugins.
-	go run ./cmd/osmctl render -f deploy/examples/machinedeployment-ubuntu.yaml
+	go run ./cmd/osmctl render -f deploy/examples/machinedeployment-ubuntu.yaml --stage both
 
 .PHONY: test
 test: verify-generate lint plugins controlplane ## Everything CI runs: generated files, lint, unit and integration tests.
