@@ -45,7 +45,7 @@ func Invoke(p Plugin, export string, input []byte) (out []byte, err error) {
 			return nil, errors.New("plugin bug: Render returned neither a response nor an error")
 		}
 		stamp(&resp.ABIVersion)
-		return json.Marshal(resp)
+		return json.MarshalSize(resp, len(input)+len(input)/4)
 	case abi.ExportValidate:
 		v, ok := p.(Validator)
 		if !ok {

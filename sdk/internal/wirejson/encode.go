@@ -12,8 +12,12 @@ import (
 )
 
 // Marshal encodes v like json.Marshal, byte for byte.
-func Marshal(v any) ([]byte, error) {
-	e := encoder{buf: make([]byte, 0, 1024)}
+func Marshal(v any) ([]byte, error) { return MarshalSize(v, 1024) }
+
+// MarshalSize is Marshal with a guess of the output size, which saves the buffer's regrowth (each allocation
+// is expensive in the sandbox). A render's response is usually about as large as its request.
+func MarshalSize(v any, size int) ([]byte, error) {
+	e := encoder{buf: make([]byte, 0, size)}
 	if ok, err := encodeGenerated(&e, v); ok {
 		if err != nil {
 			return nil, err

@@ -168,14 +168,35 @@ func decMap[T any](d *decoder, p *map[string]T, elem decodeFunc[T], depth int) e
 		*p = map[string]T{}
 	}
 	m := *p
-	return d.members(func(key []byte) error {
+	d.pos++
+	d.ws()
+	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+		d.pos++
+		return nil
+	}
+	for {
+		d.ws()
+		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+			return d.syntax("looking for beginning of object key string")
+		}
+		key, err := d.str()
+		if err != nil {
+			return err
+		}
+		d.ws()
+		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+			return d.syntax("after object key")
+		}
+		d.pos++
 		var v T
 		if err := elem(d, &v, depth+1); err != nil {
 			return err
 		}
-		m[string(key)] = v
-		return nil
-	})
+		m[key] = v
+		if more, err := d.nextMember(); !more || err != nil {
+			return err
+		}
+	}
 }
 
 // openObject starts decoding a struct: it reports false when there are no members to read (null, which
