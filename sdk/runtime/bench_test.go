@@ -76,9 +76,9 @@ func BenchmarkInstance(b *testing.B) {
 }
 
 // BenchmarkRender is one render on a warm pooled instance, the steady state of the controller, for a small
-// request (one file, ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB). The guest's JSON
-// decoding dominates and scales with the request; wazero's interruptible mode (needed for the timeout) makes
-// it about four times slower than uninterruptible code would run.
+// request (one file, ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB). Guest time scales with
+// the request: Extism moves input and output eight bytes per host call, and wazero's interruptible mode
+// (needed for the timeout) charges every guest loop iteration and allocation.
 func BenchmarkRender(b *testing.B) {
 	m := load(b, newRuntime(b, runtime.Config{}), "healthy")
 	for _, bc := range []struct {
