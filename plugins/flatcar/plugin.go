@@ -67,27 +67,25 @@ func staticNetwork(r *node.Request, cfg *abi.NodeConfig, s *node.Script) error {
 	return nil
 }
 
+// handoff: Flatcar's Ignition applies a config found on the OEM partition (/oem since the 2023 releases,
+// /usr/share/oem before) at a boot flagged as first boot; a new machine ID makes systemd apply the presets
+// of a first boot as well. With cloud-init, coreos-cloudinit applies the cloud-config and osm-setup does the
+// rest.
 func handoff(r *node.Request, s *node.Script) {
 	if r.Utility() == abi.UtilityIgnition {
-		s.Section("Flatcar applies an Ignition config from the OEM partition at a boot flagged as first boot.")
-		s.Line("target=/usr/share/oem/config.ign")
-		s.Line("# Flatcar releases since 2023 mount the OEM partition at /oem.")
-		s.Line("if [ -d /oem ]; then target=/oem/config.ign; fi")
-		s.Line(`install -m 0600 "$cfg" "$target"`)
-		s.Line(`rm -f "$cfg"`)
-		s.Line("touch /boot/flatcar/first_boot")
-		s.Line("# A new machine ID makes systemd apply the presets of a first boot as well.")
-		s.Line("rm -f /etc/machine-id")
-		s.Line("touch " + node.BootstrapDone)
-		s.Line(`log "provisioning configuration written to $target; rebooting to apply it"`)
+		s.Section("Store it as the OEM Ignition config and reboot into a first boot to apply it.")
+		s.Line("t=/usr/share/oem/config.ign")
+		s.Line("if [ -d /oem ]; then t=/oem/config.ign; fi")
+		s.Line("install -m 600 $cfg $t")
+		s.Line("touch /boot/flatcar/first_boot " + node.BootstrapDone)
+		s.Line("rm -f /etc/machine-id $cfg")
+		s.Line(`log "rebooting to apply $t"`)
 		s.Line("systemctl --no-block reboot")
 		return
 	}
-	s.Section("coreos-cloudinit applies the cloud-config; osm-setup does the rest.")
-	s.Line("keep=/var/lib/osm/provisioning.cfg")
-	s.Line(`install -m 0600 "$cfg" "$keep"`)
-	s.Line(`rm -f "$cfg"`)
-	s.Line(`coreos-cloudinit --from-file="$keep"`)
+	s.Section("Apply it with coreos-cloudinit.")
+	s.Line("install -m 600 $cfg /var/lib/osm/provisioning.cfg")
+	s.Line("coreos-cloudinit --from-file=/var/lib/osm/provisioning.cfg")
 	s.Line("touch " + node.BootstrapDone)
 	s.Line("systemctl daemon-reload")
 	s.Line("systemctl start --no-block " + node.SetupUnit)

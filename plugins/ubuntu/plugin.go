@@ -18,18 +18,16 @@ func OS() *node.OS {
 	return os
 }
 
-// resolvedFallbackPath adds fallback DNS servers to systemd-resolved.
-const resolvedFallbackPath = "/etc/systemd/resolved.conf.d/90-osm-fallback-dns.conf"
-
 // bootstrapPrepare: Ubuntu 24.04 machines on Hetzner lose name resolution around the second cloud-init run
 // (seen by upstream OSM even where netplan is not re-applied), which the fetch and every download depend
-// on, so systemd-resolved gets public fallback servers.
-func bootstrapPrepare(r *node.Request, cfg *abi.NodeConfig, s *node.Script) {
+// on, so systemd-resolved gets public fallback servers. The script writes the drop-in itself rather than
+// shipping it as a file: inside the gzipped script it costs a fraction of the user-data space.
+func bootstrapPrepare(r *node.Request, _ *abi.NodeConfig, s *node.Script) {
 	if r.Provider() != "hetzner" {
 		return
 	}
-	cfg.Files = append(cfg.Files, abi.PlainFile(resolvedFallbackPath, 644,
-		"[Resolve]\nFallbackDNS=1.1.1.1 1.0.0.1 2606:4700:4700::1111 2606:4700:4700::1001\n"))
 	s.Section("Fallback DNS servers for systemd-resolved on Hetzner.")
+	s.Line("mkdir -p /etc/systemd/resolved.conf.d")
+	s.Line(`printf '[Resolve]\nFallbackDNS=1.1.1.1 1.0.0.1 2606:4700:4700::1111 2606:4700:4700::1001\n' >/etc/systemd/resolved.conf.d/90-osm-fallback-dns.conf`)
 	s.Line("systemctl restart systemd-resolved")
 }

@@ -12,30 +12,23 @@ import (
 // provisioning utility reads it.
 const FetchedConfigPath = "/run/osm/provisioning.cfg"
 
-// Bootstrap returns the plugin's bootstrap configuration: the cluster CA, the provisioning token (as an HTTP
-// header file), and a script with a unit that fetches the provisioning Secret and hands it to the
-// provisioning utility. It needs nothing beyond what every supported image ships (bash, curl, coreutils,
-// grep, sed), so it works before any package is installed, and it stays a few KiB, far below the user-data
-// limits of the providers.
+// Bootstrap returns the plugin's bootstrap configuration: the cluster CA and a script with a unit that
+// fetches the provisioning Secret with the provisioning token and hands it to the provisioning utility. It
+// needs nothing beyond what every supported image ships (bash, curl, coreutils, grep, sed), so it works
+// before any package is installed, and it stays a few KiB, far below the user-data limits of the providers.
 func Bootstrap(r *Request) (*abi.NodeConfig, error) {
 	token := r.Ctx.Secrets.ProvisioningToken
 	if token == "" {
 		return nil, fmt.Errorf("the render context has no provisioning token placeholder (context.secrets.provisioningToken); the bootstrap cannot fetch the provisioning configuration without it")
 	}
-	cfg := &abi.NodeConfig{Files: []abi.File{
-		abi.PlainFile(CACertPath, 644, withNewline(r.Ctx.Cluster.CACert)),
-		// The placeholder is copied verbatim: the host substitutes the real token when it writes the Secret.
-		abi.PlainFile(ProvisioningAuthPath, 600, "Authorization: Bearer "+token+"\n"),
-	}}
+	cfg := &abi.NodeConfig{Files: []abi.File{abi.PlainFile(CACertPath, 644, withNewline(r.Ctx.Cluster.CACert))}}
 
-	s := NewScript("osm-bootstrap", "fetch this machine's provisioning configuration from the API server and apply it.")
+	s := NewScript("osm-bootstrap", "fetch this machine's provisioning configuration and apply it.")
 	s.Line("umask 077")
 	s.Line("mkdir -p /run/osm /var/lib/osm")
-	if proxy := proxyVars(r.Ctx.Proxy); len(proxy) > 0 {
-		s.Section("Proxy settings of the controller (-node-http-proxy, -node-no-proxy).")
-		for _, kv := range proxy {
-			s.Line("export " + kv[0] + "=" + Quote(kv[1]))
-		}
+	if p := r.Ctx.Proxy; p.HTTPProxy != "" {
+		s.Line("p=" + Quote(p.HTTPProxy) + " n=" + Quote(p.NoProxy))
+		s.Line("export HTTP_PROXY=$p http_proxy=$p HTTPS_PROXY=$p https_proxy=$p NO_PROXY=$n no_proxy=$n")
 	}
 	if r.StaticNetwork() {
 		if r.OS.Network == nil {
@@ -52,22 +45,25 @@ func Bootstrap(r *Request) (*abi.NodeConfig, error) {
 	fetchScript(r, s)
 	r.OS.Handoff(r, s)
 
-	cfg.Files = append(cfg.Files, abi.PlainFile(BootstrapScriptPath, 700, s.String()))
+	// The script travels gzipped: it is most of the bootstrap, and the bootstrap is user-data with a provider
+	// size limit. Its content stays plain text, so the host substitutes the token placeholder before the
+	// encoder compresses it, and the OperatingSystemConfig shows it readable.
+	script := abi.PlainFile(BootstrapScriptPath, 700, s.String())
+	script.Content.Inline.Encoding = "gzip"
+	cfg.Files = append(cfg.Files, script)
+	// Type=exec, not oneshot: cloud-init starts the unit from runcmd and must not wait for it, because the
+	// script waits for that cloud-init run to end before it starts another one.
 	cfg.Units = append(cfg.Units, unit(BootstrapUnit, true, `[Unit]
-Description=OSM: fetch and apply this machine's provisioning configuration
+Description=OSM bootstrap
 Wants=network-online.target
 After=network-online.target
 ConditionPathExists=!`+BootstrapDone+`
 StartLimitIntervalSec=0
-
 [Service]
-# exec, not oneshot: cloud-init starts this unit from runcmd, and the script waits for that cloud-init run
-# to finish before it starts another one.
 Type=exec
 ExecStart=`+BootstrapScriptPath+`
 Restart=on-failure
 RestartSec=30
-
 [Install]
 WantedBy=multi-user.target
 `))
@@ -84,34 +80,33 @@ func fetchScript(r *Request, s *Script) {
 	sec := r.Ctx.Cluster.ProvisioningSecret
 	url := strings.TrimRight(r.Ctx.Cluster.ServerURL, "/") + "/api/v1/namespaces/" + sec.Namespace + "/secrets/" + sec.Name
 	pattern := `"` + quoteBRE(sec.Key) + `": *"[^"]*"`
-	s.Section("Fetch the provisioning Secret over TLS verified with the cluster CA.")
+	s.Section("Fetch the provisioning Secret; TLS is verified with the cluster CA.")
 	s.Line("url=" + Quote(url))
-	s.Line("resp=/run/osm/provisioning-secret.json")
-	s.Line("delay=2")
-	s.Raw(`while :; do
+	// The token placeholder is copied verbatim (the host substitutes the real token when it writes the Secret)
+	// and reaches curl through a file descriptor, so it never appears in a process list.
+	s.Line("tok=" + Quote(r.Ctx.Secrets.ProvisioningToken))
+	s.Line("r=/run/osm/secret.json d=2")
+	// curl exit codes 51, 53, 54, 58, 59, 60, 66, 77, 80, 82, 83, 90 and 91 are certificate and TLS setup
+	// errors; 35 (handshake failed) is not among them because a half-started API server causes it too.
+	s.Raw(`until
   rc=0
-  code=$(curl -sS --cacert ` + CACertPath + ` -H @` + ProvisioningAuthPath + ` --connect-timeout 10 --max-time 120 \
-    -o "$resp" -w '%{http_code}' "$url") || rc=$?
-  case "$rc/$code" in
-  0/200) break ;;
-  0/401 | 0/403)
-    log "the API server refused the provisioning token for $url (HTTP $code): it is invalid or expired; delete the Machine so that it is re-created with a fresh one"
-    exit 1 ;;
-  51/* | 53/* | 54/* | 58/* | 59/* | 60/* | 66/* | 77/* | 80/* | 82/* | 83/* | 90/* | 91/*)
-    log "TLS verification of $url failed (curl exit $rc): the API server's certificate is not signed by the cluster CA in ` + CACertPath + `"
-    exit 1 ;;
-  *) log "fetching $url failed (curl exit $rc, HTTP $code); retrying in ${delay}s" ;;
+  code=$(curl -sS --cacert ` + CACertPath + ` -H @<(printf 'Authorization: Bearer %s\n' "$tok") --connect-timeout 10 -m 120 -o $r -w '%{http_code}' "$url") || rc=$?
+  [ "$rc/$code" = 0/200 ]
+do
+  case $rc/$code in
+  0/401 | 0/403) log "$url: token refused (HTTP $code), it is invalid or expired; delete the Machine to get a new one"; exit 1 ;;
+  5[13489]/* | 6[06]/* | 77/* | 8[023]/* | 9[01]/*) log "$url: TLS verification with ` + CACertPath + ` failed (curl exit $rc)"; exit 1 ;;
   esac
-  sleep "$delay"
-  delay=$((delay < 32 ? delay * 2 : 60))
+  log "$url: curl exit $rc, HTTP $code; retrying in ${d}s"
+  sleep $d
+  d=$((d < 32 ? d * 2 : 60))
 done
 `)
-	s.Line("data=$(grep -o " + Quote(pattern) + ` "$resp" | tail -n 1 | sed -e 's/^.*: *"//' -e 's/"$//') || true`)
-	s.Line(`rm -f "$resp"`)
-	s.Line(`if [ -z "$data" ]; then log "Secret ` + sec.Namespace + "/" + sec.Name + " has no key " + sec.Key + `"; exit 1; fi`)
+	s.Line("data=$(grep -o " + Quote(pattern) + ` $r | tail -n 1 | sed 's/.*: *"//;s/"$//') || true`)
+	s.Line("rm -f $r")
+	s.Line(`[ -n "$data" ] || { log "the Secret has no key ` + sec.Key + `"; exit 1; }`)
 	s.Line("cfg=" + FetchedConfigPath)
-	s.Line(`printf '%s' "$data" | base64 -d >"$cfg.tmp"`)
-	s.Line(`mv "$cfg.tmp" "$cfg"`)
+	s.Line(`printf %s "$data" | base64 -d >$cfg`)
 }
 
 // CloudInitHandoff applies the fetched cloud-config with the image's cloud-init, the way upstream OSM does:
@@ -120,24 +115,19 @@ done
 // does the rest). preInit runs between the clean and the init run (provider quirks).
 func CloudInitHandoff(preInit func(r *Request, s *Script)) func(r *Request, s *Script) {
 	return func(r *Request, s *Script) {
-		s.Section("Hand the configuration to cloud-init once the first boot's cloud-init run is over.")
+		s.Section("Apply it with cloud-init's init stage once the first boot's run is over, keeping that run's network and SSH host keys.")
 		s.Line("cloud-init status --wait >/dev/null 2>&1 || true")
-		s.Line(`install -m 0600 "$cfg" ` + cloudInitProvisioningCfg)
-		s.Line(`rm -f "$cfg"`)
-		s.Line("# The second run keeps the network configuration and SSH host keys of the first one.")
-		s.Line(`printf 'network: {config: disabled}\nssh_deletekeys: false\n' >/etc/cloud/cloud.cfg.d/98-osm-second-run.cfg`)
+		s.Line("f=" + cloudInitProvisioningCfg)
+		s.Line("install -m 600 $cfg $f")
+		s.Line(`printf 'network: {config: disabled}\nssh_deletekeys: false\n' >/etc/cloud/cloud.cfg.d/98-osm.cfg`)
 		s.Line("cloud-init clean")
 		if preInit != nil {
 			preInit(r, s)
 		}
 		s.Line("# cloud-init 24.1 moved --file behind the subcommand.")
-		s.Line(`ver=$(cloud-init --version 2>&1 | awk '{print $NF}')`)
-		s.Line(`if [ "$(printf '%s\n' 24.1 "$ver" | sort -V | head -n 1)" = 24.1 ]; then`)
-		s.Line("  cloud-init init --file " + cloudInitProvisioningCfg + ` || log "cloud-init reported errors (exit $?)"`)
-		s.Line("else")
-		s.Line("  cloud-init --file " + cloudInitProvisioningCfg + ` init || log "cloud-init reported errors (exit $?)"`)
-		s.Line("fi")
-		s.Line("# Provisioning is driven by " + SetupUnit + " from here on; cloud-init must not run again on reboots.")
+		s.Line(`v=$(cloud-init --version 2>&1 | awk '{print $NF}')`)
+		s.Line(`if [ "$(printf '24.1\n%s\n' "$v" | sort -V | head -n 1)" = 24.1 ]; then set -- init --file $f; else set -- --file $f init; fi`)
+		s.Line(`cloud-init "$@" || log "cloud-init exit $?"`)
 		s.Line("touch /etc/cloud/cloud-init.disabled " + BootstrapDone)
 		s.Line("systemctl daemon-reload")
 		s.Line("systemctl start --no-block " + SetupUnit)

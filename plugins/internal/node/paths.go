@@ -4,11 +4,7 @@ package node
 // template overrides), so they are stable and share the osm- prefix.
 const (
 	// CACertPath is the cluster CA. The bootstrap verifies the API server with it and the kubelet uses it.
-	CACertPath = "/etc/kubernetes/pki/ca.crt"
-	// ProvisioningAuthPath holds the HTTP Authorization header with the provisioning token. curl reads it with
-	// -H @file so that the token never appears in a process list.
-	ProvisioningAuthPath = "/etc/osm/provisioning-auth"
-
+	CACertPath          = "/etc/kubernetes/pki/ca.crt"
 	BootstrapScriptPath = "/opt/bin/osm-bootstrap"
 	BootstrapUnit       = "osm-bootstrap.service"
 	// BootstrapDone marks a finished bootstrap; the unit's condition stops it from running again.

@@ -1,0 +1,431 @@
+package plugins_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/coreos/ignition/v2/config/v3_3/types"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/encode/cloudinit"
+	"github.com/osmhq/osm/host/encode/cloudinit/cloudinittest"
+	"github.com/osmhq/osm/host/encode/ignition"
+	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/plugins"
+	"github.com/osmhq/osm/plugins/internal/sample"
+	"github.com/osmhq/osm/plugins/pluginstest"
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
+
+// The real credentials the host substitutes for the placeholders.
+var secrets = render.SecretValues{
+	BootstrapToken:    "abcdef.0123456789abcdef",
+	ProvisioningToken: "provisioning-token-0123456789",
+	RegistryAuth:      `[plugins."io.containerd.cri.v1.images".registry.configs."registry.example.com".auth]` + "\nauth = \"dXNlcjpwYXNz\"\n",
+}
+
+const kubeletVersion = "1.33.2"
+
+// goldenCases are rendered to testdata/golden (run with -update to rewrite them).
+var goldenCases = map[string]bool{
+	"osp-ubuntu/aws/bootstrap":           true,
+	"osp-ubuntu/aws/provisioning":        true,
+	"osp-flatcar/openstack/bootstrap":    true,
+	"osp-flatcar/openstack/provisioning": true,
+	"osp-rhel/azure/provisioning":        true,
+}
+
+// source resolves built-in plugins from plugins/dist through the controller's plugin manager.
+type source struct{ m *plugin.Manager }
+
+func (s source) Resolve(ctx context.Context, _ string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
+	p, err := s.m.Resolve(ctx, plugin.Reference{Builtin: ref.Builtin, Image: ref.Image, Config: ref.Config})
+	if err != nil {
+		return nil, err
+	}
+	return resolved{p}, nil
+}
+
+type resolved struct{ *plugin.Plugin }
+
+func (r resolved) Identity() osmv1alpha1.ResolvedPlugin {
+	md := r.Metadata()
+	return osmv1alpha1.ResolvedPlugin{Name: md.Name, Version: md.Version, Source: "builtin", Digest: r.Source.ModuleDigest}
+}
+
+func newSource(t *testing.T, dist fs.FS) source {
+	t.Helper()
+	m, err := plugin.New(plugin.Config{}, dist, prometheus.NewRegistry(), logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close(context.Background()) })
+	return source{m}
+}
+
+func settings() render.Settings {
+	s := render.DefaultSettings()
+	s.ClusterDNSIPs = []net.IP{net.ParseIP("10.96.0.10")}
+	s.HTTPProxy = "http://proxy.example.com:3128"
+	s.RegistryMirrors = []string{"https://mirror.example.com"}
+	s.InsecureRegistries = []string{"10.0.0.1:5000"}
+	s.RegistryCredentialHosts = []string{"registry.example.com"}
+	s.PauseImage = "registry.k8s.io/pause:3.10"
+	return s
+}
+
+// machineDeployment is a MachineDeployment as machine-controller users write them, for osp on provider.
+func machineDeployment(t *testing.T, osp *osmv1alpha1.OperatingSystemProfile, provider string) *clusterv1alpha1.MachineDeployment {
+	t.Helper()
+	osSpec := map[string]any{}
+	switch osp.Spec.OSName {
+	case "rhel":
+		osSpec = map[string]any{"rhelSubscriptionManagerUser": "rh-user", "rhelSubscriptionManagerPassword": "rh-password"}
+	case "flatcar":
+		osSpec = map[string]any{"disableAutoUpdate": true}
+	}
+	raw, err := json.Marshal(map[string]any{
+		"sshPublicKeys":       []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOSMtest test@osm"},
+		"cloudProvider":       provider,
+		"cloudProviderSpec":   map[string]any{},
+		"operatingSystem":     string(osp.Spec.OSName),
+		"operatingSystemSpec": osSpec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &clusterv1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "workers", Namespace: "kube-system", Annotations: map[string]string{
+			clusterv1alpha1.AnnotationRevision:                        "1",
+			clusterv1alpha1.AnnotationOSP:                             osp.Name,
+			clusterv1alpha1.AnnotationKubeletConfigPrefix + "MaxPods": "110",
+		}},
+		Spec: clusterv1alpha1.MachineDeploymentSpec{Template: clusterv1alpha1.MachineTemplateSpec{Spec: clusterv1alpha1.MachineSpec{
+			Versions:     clusterv1alpha1.MachineVersionInfo{Kubelet: kubeletVersion},
+			ProviderSpec: clusterv1alpha1.ProviderSpec{Value: &runtime.RawExtension{Raw: raw}},
+		}}},
+	}
+}
+
+type size struct{ bootstrap, provisioning int }
+
+// TestDefaultProfiles renders every default profile for each of its cloud providers through the controller's
+// render pipeline with the built WebAssembly plugins, encodes both stages as the user-data machine-controller
+// and the node receive, and checks them with the real consumers' validators (cloud-init schema, Ignition's
+// parser) and for the content that makes a node join.
+func TestDefaultProfiles(t *testing.T) {
+	profiles, err := plugins.DefaultProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(profiles) != 9 {
+		t.Fatalf("%d default profiles, want 9", len(profiles))
+	}
+	src := newSource(t, pluginstest.Dist(t))
+	r := &render.Renderer{Plugins: src}
+
+	var mu sync.Mutex
+	sizes := map[string]size{}
+	t.Cleanup(func() {
+		names := make([]string, 0, len(sizes))
+		for n := range sizes {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var b strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&b, "\n  %-44s bootstrap %6d B   provisioning %6d B", n, sizes[n].bootstrap, sizes[n].provisioning)
+		}
+		t.Logf("user-data sizes:%s", b.String())
+	})
+
+	for _, osp := range profiles {
+		providers := osp.Spec.SupportedCloudProviders
+		if testing.Short() {
+			providers = providers[:1]
+		}
+		for _, cp := range providers {
+			name := osp.Name + "/" + cp.Name
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				md := machineDeployment(t, osp, cp.Name)
+				out, err := r.Render(context.Background(), render.Input{
+					MachineDeployment: md, Profile: osp, Settings: settings(),
+					Cluster: render.ClusterInfo{ServerURL: "https://api.cluster.example.com:6443", CACert: sample.CACert},
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if out.Plugin == nil || out.Plugin.Name != osp.Spec.Plugin.Builtin || out.Plugin.Version != "v1.0.0" {
+					t.Errorf("rendered by %+v, want plugin %s v1.0.0", out.Plugin, osp.Spec.Plugin.Builtin)
+				}
+				var sz size
+				for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
+					data, err := out.UserData(context.Background(), stage, secrets)
+					if err != nil {
+						t.Fatalf("%s user-data: %v", stage, err)
+					}
+					validate(t, out.Utility(), fmt.Sprintf("%s %s", name, stage), data)
+					text := decode(t, out.Utility(), data)
+					switch stage {
+					case abi.StageBootstrap:
+						sz.bootstrap = len(data)
+						checkBootstrap(t, out, md, data, text)
+					case abi.StageProvisioning:
+						sz.provisioning = len(data)
+						checkProvisioning(t, out, text)
+					}
+					if key := name + "/" + string(stage); goldenCases[key] {
+						golden(t, key, out, data)
+					}
+				}
+				mu.Lock()
+				sizes[name] = sz
+				mu.Unlock()
+			})
+		}
+	}
+}
+
+func validate(t *testing.T, utility, name string, data []byte) {
+	t.Helper()
+	switch utility {
+	case abi.UtilityCloudInit:
+		cloudinittest.Validate(t, name, data)
+	case abi.UtilityIgnition:
+		if err := ignition.Validate(data); err != nil {
+			t.Errorf("%s: Ignition rejects the user-data: %v", name, err)
+		}
+	default:
+		t.Fatalf("unexpected provisioning utility %q", utility)
+	}
+}
+
+// checkBootstrap: small, TLS verified with the cluster CA, the right Secret, the token only after substitution.
+func checkBootstrap(t *testing.T, out *render.Output, md *clusterv1alpha1.MachineDeployment, data []byte, text string) {
+	t.Helper()
+	if len(data) > render.BootstrapSizeLimit/4 {
+		t.Errorf("bootstrap user-data is %d bytes, want at most %d (a quarter of the smallest provider limit)", len(data), render.BootstrapSizeLimit/4)
+	}
+	path := "/api/v1/namespaces/cloud-init-settings/secrets/" + render.ProvisioningSecretName(md)
+	for _, want := range []string{"--cacert /etc/kubernetes/pki/ca.crt", "https://api.cluster.example.com:6443" + path,
+		"tok='" + secrets.ProvisioningToken + "'", sample.CACert} {
+		if !strings.Contains(text, want) {
+			t.Errorf("bootstrap user-data lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"curl -k", " --insecure", "jq ", "apt-get", "dnf ", "yum "} {
+		if strings.Contains(text, bad) {
+			t.Errorf("bootstrap user-data contains %q: it must verify TLS and need no packages", bad)
+		}
+	}
+	stage := asJSON(t, out.Stage(abi.StageBootstrap))
+	if strings.Contains(stage, secrets.ProvisioningToken) || !strings.Contains(stage, render.Placeholders.ProvisioningToken) {
+		t.Errorf("the rendered bootstrap stage must hold the token placeholder, not the token")
+	}
+}
+
+// checkProvisioning: the kubelet of the MachineDeployment's version, its bootstrap kubeconfig with the token
+// substituted, containerd's configuration and the kubelet configuration from the annotations.
+func checkProvisioning(t *testing.T, out *render.Output, text string) {
+	t.Helper()
+	for _, want := range []string{
+		"kube_version='v" + kubeletVersion + "'",
+		"download \"$kube_base/$kube_version/bin/linux/$arch/$bin\"",
+		"kube_base='https://dl.k8s.io'",
+		`"token": "` + secrets.BootstrapToken + `"`,
+		`"maxPods": 110`,
+		`"clusterDNS": [` + "\n    \"10.96.0.10\"",
+		secrets.RegistryAuth,
+		"server = \"https://registry-1.docker.io\"",
+		"HTTPS_PROXY=http://proxy.example.com:3128",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("provisioning user-data lacks %q", want)
+		}
+	}
+	stage := out.Stage(abi.StageProvisioning)
+	kubeconfig := stage.File("/etc/kubernetes/bootstrap-kubelet.conf")
+	if kubeconfig == nil || !strings.Contains(kubeconfig.Content.Inline.Data, render.Placeholders.BootstrapToken) {
+		t.Errorf("the rendered bootstrap-kubelet.conf must hold the bootstrap token placeholder")
+	}
+	if s := asJSON(t, stage); strings.Contains(s, secrets.BootstrapToken) || strings.Contains(s, "dXNlcjpwYXNz") {
+		t.Errorf("the rendered provisioning stage holds a credential")
+	}
+	for _, p := range []string{"/etc/containerd/certs.d/docker.io/hosts.toml", "/etc/containerd/certs.d/10.0.0.1:5000/hosts.toml"} {
+		if stage.File(p) == nil {
+			t.Errorf("no %s", p)
+		}
+	}
+}
+
+// decode returns the user-data's file contents and commands as one text, whatever transport encoding the
+// encoder chose, so content checks see what lands on the node.
+func decode(t *testing.T, utility string, data []byte) string {
+	t.Helper()
+	var b strings.Builder
+	switch utility {
+	case abi.UtilityCloudInit:
+		var doc cloudinit.Document
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range doc.WriteFiles {
+			content := f.Content
+			switch f.Encoding {
+			case "b64":
+				raw, _ := base64.StdEncoding.DecodeString(content)
+				content = string(raw)
+			case "gz+b64":
+				raw, _ := base64.StdEncoding.DecodeString(content)
+				content = gunzip(t, raw)
+			}
+			b.WriteString("== " + f.Path + "\n" + content + "\n")
+		}
+		b.WriteString(strings.Join(doc.RunCMD, "\n"))
+	case abi.UtilityIgnition:
+		var cfg types.Config
+		if err := json.Unmarshal(data, &cfg); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range cfg.Storage.Files {
+			b.WriteString("== " + f.Path + "\n" + dataURL(t, f.Contents) + "\n")
+		}
+		for _, u := range cfg.Systemd.Units {
+			if u.Contents != nil {
+				b.WriteString("== unit " + u.Name + "\n" + *u.Contents + "\n")
+			}
+			for _, d := range u.Dropins {
+				b.WriteString("== drop-in " + u.Name + "/" + d.Name + "\n" + *d.Contents + "\n")
+			}
+		}
+	}
+	return b.String()
+}
+
+func dataURL(t *testing.T, r types.Resource) string {
+	t.Helper()
+	src := *r.Source
+	var raw []byte
+	if rest, ok := strings.CutPrefix(src, "data:;base64,"); ok {
+		raw, _ = base64.StdEncoding.DecodeString(rest)
+	} else if rest, ok := strings.CutPrefix(src, "data:,"); ok {
+		s, err := url.PathUnescape(rest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = []byte(s)
+	} else {
+		t.Fatalf("unexpected source %.40q", src)
+	}
+	if r.Compression != nil && *r.Compression == "gzip" {
+		return gunzip(t, raw)
+	}
+	return string(raw)
+}
+
+func gunzip(t *testing.T, raw []byte) string {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+func asJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// golden compares the rendered stage (as the OperatingSystemConfig stores it, placeholders included) and the
+// user-data with testdata/golden. Ignition user-data is indented for review.
+func golden(t *testing.T, key string, out *render.Output, data []byte) {
+	t.Helper()
+	base := filepath.Join("testdata", "golden", strings.ReplaceAll(key, "/", "_"))
+	stage, err := sigsyaml.Marshal(render.ToOSC(out.Stage(abi.Stage(key[strings.LastIndex(key, "/")+1:]))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	userData := data
+	if out.Utility() == abi.UtilityIgnition {
+		var buf bytes.Buffer
+		if err := json.Indent(&buf, data, "", "  "); err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteByte('\n')
+		userData = buf.Bytes()
+	}
+	for path, got := range map[string][]byte{base + ".osc.yaml": stage, base + ".userdata": userData} {
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run the test with -update to create it)", err)
+		}
+		if !bytes.Equal(want, got) {
+			t.Errorf("%s differs from the current output; review the change and run the test with -update", path)
+		}
+	}
+}
+
+// TestPluginSizes reports the size of each built plugin module: the controller compiles every one at start-up.
+func TestPluginSizes(t *testing.T) {
+	dist := pluginstest.Dist(t)
+	names, err := plugins.Names(dist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, n := range names {
+		info, err := fs.Stat(dist, n+".wasm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "\n  %-12s %8d B", n, info.Size())
+		if info.Size() > 8<<20 {
+			t.Errorf("plugin %s is %d bytes; keep default plugins well below 8 MiB", n, info.Size())
+		}
+	}
+	t.Logf("plugin module sizes:%s", b.String())
+}
