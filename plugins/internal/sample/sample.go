@@ -4,8 +4,11 @@ package sample
 
 import (
 	"encoding/json"
+	"strings"
+	"testing"
 
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/guest"
 )
 
 // CACert is a self-signed RSA 2048 certificate (private key discarded), the size of a real cluster CA, so
@@ -75,4 +78,45 @@ func Request(osName, osVersion, utility, provider string, stage abi.Stage) *abi.
 		},
 		Input: abi.NodeConfig{UserSSHKeys: []string{"ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOSMtest test@osm"}},
 	}
+}
+
+// Render calls p the way the host does (through JSON, with the host's checks) and returns the configuration.
+func Render(t testing.TB, p guest.Plugin, req *abi.RenderRequest) *abi.NodeConfig {
+	t.Helper()
+	resp, err := guest.Call(p, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &resp.Config
+}
+
+// File returns the content of the file at path, failing the test if there is none.
+func File(t testing.TB, cfg *abi.NodeConfig, path string) string {
+	t.Helper()
+	f := cfg.File(path)
+	if f == nil {
+		t.Fatalf("no file %s", path)
+	}
+	return f.Content.Inline.Data
+}
+
+// Contains fails the test for every want missing from text and every not present in it.
+func Contains(t testing.TB, what, text string, want, not []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("%s lacks %q", what, w)
+		}
+	}
+	for _, n := range not {
+		if strings.Contains(text, n) {
+			t.Errorf("%s contains %q", what, n)
+		}
+	}
+}
+
+// Masked reports whether cfg masks the unit.
+func Masked(cfg *abi.NodeConfig, name string) bool {
+	u := cfg.Unit(name)
+	return u != nil && u.Mask != nil && *u.Mask
 }
