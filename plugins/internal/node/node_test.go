@@ -68,8 +68,10 @@ func TestKubeletFlags(t *testing.T) {
 			want: []string{"--cloud-provider=external", "--hostname-override=${KUBELET_HOSTNAME}", "--node-ip=${KUBELET_NODE_IP}"},
 			not:  []string{"--container-runtime-endpoint", "--cloud-config", "--register-with-taints"}},
 		{name: "in-tree aws keeps the kubelet's own name",
-			edit: func(r *abi.RenderRequest) { r.Context.CloudProvider = abi.CloudProvider{Name: "aws", InTreeName: "aws"} },
-			not:  []string{"--cloud-provider", "--hostname-override"}},
+			edit: func(r *abi.RenderRequest) {
+				r.Context.CloudProvider = abi.CloudProvider{Name: "aws", InTreeName: "aws"}
+			},
+			not: []string{"--cloud-provider", "--hostname-override"}},
 		{name: "in-tree provider before 1.29 with a cloud-config",
 			edit: func(r *abi.RenderRequest) {
 				r.Context.Kubelet.Version = "1.28.9"
@@ -82,8 +84,10 @@ func TestKubeletFlags(t *testing.T) {
 			},
 			not: []string{"--cloud-provider", "--cloud-config"}},
 		{name: "openstack never overrides the host name",
-			edit: func(r *abi.RenderRequest) { r.Context.CloudProvider = abi.CloudProvider{Name: "openstack", External: true} },
-			not:  []string{"--hostname-override"}},
+			edit: func(r *abi.RenderRequest) {
+				r.Context.CloudProvider = abi.CloudProvider{Name: "openstack", External: true}
+			},
+			not: []string{"--hostname-override"}},
 		{name: "kubelet before 1.27 gets the runtime endpoint as a flag",
 			edit: func(r *abi.RenderRequest) { r.Context.Kubelet.Version = "1.26.15" },
 			want: []string{"--container-runtime-endpoint=unix:///run/containerd/containerd.sock"}},
