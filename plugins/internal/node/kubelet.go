@@ -157,7 +157,7 @@ func KubeletFlags(r *Request) []string {
 	}
 	// A cloud provider (in-tree or external) reports the addresses of a dual-stack node itself; a node IP would
 	// pin it to one family.
-	if !(r.DualStack() && (cp.External || cp.InTreeName != "")) {
+	if !r.DualStack() || (!cp.External && cp.InTreeName == "") {
 		flags = append(flags, "--node-ip=${KUBELET_NODE_IP}")
 	}
 	return flags

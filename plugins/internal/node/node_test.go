@@ -447,8 +447,8 @@ func TestValidate(t *testing.T) {
 			"containerdVersion": "2.2;reboot", "journaldSystemMaxUse": "lots"}},
 			fields: []string{"spec.plugin.config.cniVersion", "spec.plugin.config.containerdSource", "spec.plugin.config.containerdVersion",
 				"spec.plugin.config.criToolsBaseURL", "spec.plugin.config.extraPackages", "spec.plugin.config.journaldSystemMaxUse", "spec.plugin.config.zzz"}},
-		{name: "os version, utility, provider", req: abi.ValidateRequest{OSVersion: "2", ProvisioningUtility: "ignition", CloudProviders: []string{"aws", "hetzner"}},
-			fields: []string{"spec.osVersion", "spec.provisioningUtility", "spec.supportedCloudProviders[1].name"}},
+		{name: "os, version, utility, provider", req: abi.ValidateRequest{OSName: "otheros", OSVersion: "2", ProvisioningUtility: "ignition", CloudProviders: []string{"aws", "hetzner"}},
+			fields: []string{"spec.osName", "spec.osVersion", "spec.provisioningUtility", "spec.supportedCloudProviders[1].name"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -124,7 +124,7 @@ func newRequest(os *OS, req *abi.RenderRequest) (*Request, error) {
 	r := &Request{RenderRequest: req, OS: os, Ctx: &req.Context, Config: WithDefaults(opts, req.Config), Kube: kube}
 	if req.Context.OperatingSystem.Name == "flatcar" && len(req.Context.OperatingSystem.Spec) > 0 {
 		if err := json.Unmarshal(req.Context.OperatingSystem.Spec, &r.Flatcar); err != nil {
-			return nil, fmt.Errorf("operatingSystemSpec is not a Flatcar spec: %v", err)
+			return nil, fmt.Errorf("operatingSystemSpec is not a Flatcar spec: %w", err)
 		}
 	}
 	c := req.Context.Cluster

@@ -66,6 +66,10 @@ func (p *Plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 func (p *Plugin) Validate(req *abi.ValidateRequest) (*abi.ValidateResponse, error) {
 	resp := &abi.ValidateResponse{Errors: CheckConfig(p.OS.AllOptions(), req.Config)}
 	md := p.Metadata()
+	if req.OSName != "" && req.OSName != p.OS.Name {
+		resp.Errors = append(resp.Errors, abi.FieldError{Field: "spec.osName",
+			Message: fmt.Sprintf("plugin %s renders %s, not %s: use the plugin for %s or set osName to %s", p.OS.Name, p.OS.Name, req.OSName, req.OSName, p.OS.Name)})
+	}
 	if !md.SupportsOS(p.OS.Name, req.OSVersion) {
 		resp.Errors = append(resp.Errors, abi.FieldError{Field: "spec.osVersion",
 			Message: fmt.Sprintf("%s %s is not supported by plugin %s: use one of %s", p.OS.Name, req.OSVersion, p.OS.Name, strings.Join(p.OS.Versions, ", "))})
