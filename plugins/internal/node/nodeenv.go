@@ -6,7 +6,7 @@ package node
 // its address changed across a reboot.
 func nodeEnvScript(r *Request) string {
 	s := NewScript("osm-node-env", "find the kubelet's node IP and host name ("+NodeEnvPath+").")
-	s.Line(`src() { ip -o "$1" route get "$2" 2>/dev/null | sed -n 's/.* src \([^ ]*\).*/\1/p' | head -n 1; }`)
+	s.Line(`src() { ip -o "$1" route get "$2" 2>/dev/null | sed -n 's/.* src \([^ ]*\).*/\1/p' | head -n 1 || true; }`)
 	// Route lookups do not send packets; the addresses only select the default routes.
 	switch r.IPFamily() {
 	case "IPv6":

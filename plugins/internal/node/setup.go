@@ -63,13 +63,17 @@ func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
 
 	s.Section("Swap off, now and in fstab; swap.target is masked and the kubelet turns it off before it starts.")
 	s.Line("swapoff -a")
-	s.Line(`sed -i -e '/^[^#].*[[:space:]]swap[[:space:]]/s/^/# disabled by OSM: /' /etc/fstab`)
+	s.Line(`if [ -f /etc/fstab ]; then sed -i -e '/^[^#].*[[:space:]]swap[[:space:]]/s/^/# disabled by OSM: /' /etc/fstab; fi`)
 
 	s.Section("Kernel modules and sysctls of " + ModulesLoadPath + " and " + SysctlPath + ".")
 	s.Line("modprobe overlay")
 	s.Line("modprobe br_netfilter")
 	s.Line(`systemctl restart systemd-modules-load.service || log "some kernel modules of ` + ModulesLoadPath + ` could not be loaded (IPVS?); see journalctl -u systemd-modules-load"`)
-	s.Line("sysctl --system >/dev/null")
+	// Other sysctl.d files of the image may hold keys this kernel lacks; only the node's own settings are fatal.
+	s.Line(`sysctl --system >/dev/null || log "some sysctls could not be applied; see sysctl --system"`)
+	s.Line(`for k in net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables; do`)
+	s.Line(`  if [ "$(sysctl -n "$k")" != 1 ]; then log "sysctl $k is not 1"; exit 1; fi`)
+	s.Line(`done`)
 
 	s.Section("Pods get the upstream DNS servers: systemd-resolved's list where it runs, else /etc/resolv.conf.")
 	s.Line("if [ -s /run/systemd/resolve/resolv.conf ]; then ln -sfn /run/systemd/resolve/resolv.conf " + KubeletResolvConfPath +
