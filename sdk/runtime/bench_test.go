@@ -3,7 +3,9 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
@@ -86,11 +88,15 @@ func BenchmarkRender(b *testing.B) {
 		req  *abi.RenderRequest
 	}{{"small", renderRequest()}, {"realistic", benchRequest()}} {
 		b.Run(bc.name, func(b *testing.B) {
+			var lat []time.Duration
 			for b.Loop() {
+				start := time.Now()
 				if _, err := m.Render(context.Background(), bc.req); err != nil {
 					b.Fatal(err)
 				}
+				lat = append(lat, time.Since(start))
 			}
+			reportPercentiles(b, lat)
 		})
 	}
 }
@@ -107,6 +113,17 @@ func BenchmarkRenderParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// reportPercentiles adds p50 and p99 call latencies (µs) to the benchmark's output: the target is stated as
+// a median, and ns/op is a mean.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 }
 
 // benchRequest is a render request of realistic size: ~40 files and units of template output.
