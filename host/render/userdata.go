@@ -45,7 +45,8 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 	var err error
 	switch o.Utility() {
 	case abi.UtilityCloudInit:
-		data, err = cloudinit.Encode(final, cloudinit.Options{Hostname: hostname, PackageUpgrade: o.distUpgrade})
+		data, err = cloudinit.Encode(final, cloudinit.Options{Hostname: hostname, PackageUpgrade: o.distUpgrade,
+			CoreOSUnits: o.Spec.OSName == osmv1alpha1.OperatingSystemFlatcar})
 	case abi.UtilityIgnition:
 		data, err = ignition.Encode(final, ignition.Options{Hostname: hostname})
 	default:

@@ -24,6 +24,9 @@ type Options struct {
 	// PackageUpgrade upgrades all packages at first boot and reboots if needed (the OS spec's
 	// distUpgradeOnBoot).
 	PackageUpgrade bool
+	// CoreOSUnits writes systemd units in the coreos.units section that Flatcar's coreos-cloudinit reads,
+	// instead of files plus systemctl calls in runcmd, which coreos-cloudinit ignores.
+	CoreOSUnits bool
 }
 
 // Document is the subset of cloud-config OSM writes, in the order it is written.
@@ -39,6 +42,7 @@ type Document struct {
 	WriteFiles              []WriteFile               `yaml:"write_files,omitempty"`
 	BootCMD                 []string                  `yaml:"bootcmd,omitempty"`
 	RunCMD                  []string                  `yaml:"runcmd,omitempty"`
+	CoreOS                  *CoreOS                   `yaml:"coreos,omitempty"`
 }
 
 // WriteFile is one entry of write_files.
@@ -56,7 +60,11 @@ func Build(cfg *abi.NodeConfig, opts Options) (*Document, error) {
 	if err := WriteFiles(doc, cfg); err != nil {
 		return nil, err
 	}
-	Units(doc, cfg)
+	if opts.CoreOSUnits {
+		CoreOSUnits(doc, cfg)
+	} else {
+		Units(doc, cfg)
+	}
 	if err := Modules(doc, cfg); err != nil {
 		return nil, err
 	}

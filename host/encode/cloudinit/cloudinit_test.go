@@ -123,3 +123,31 @@ func TestEncodeIsDeterministic(t *testing.T) {
 		}
 	}
 }
+
+func TestCoreOSUnitsForFlatcar(t *testing.T) {
+	cfg := &abi.NodeConfig{Units: []abi.Unit{
+		{Name: "osm-bootstrap.service", Enable: ptr.To(true), Content: ptr.To("[Service]\nExecStart=/opt/bin/osm-bootstrap\n[Install]\nWantedBy=multi-user.target\n"),
+			DropIns: []abi.DropIn{{Name: "10-env.conf", Content: "[Service]\nEnvironment=A=1\n"}}},
+		{Name: "locksmithd.service", Mask: ptr.To(true)},
+	}}
+	data, err := cloudinit.Encode(cfg, cloudinit.Options{CoreOSUnits: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloudinittest.Validate(t, "coreos", data)
+	var got cloudinit.Document
+	if err := yaml.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := &cloudinit.CoreOS{Units: []cloudinit.CoreOSUnit{
+		{Name: "osm-bootstrap.service", Enable: true, Command: "start", Content: *cfg.Units[0].Content,
+			DropIns: []cloudinit.CoreOSDropIn{{Name: "10-env.conf", Content: "[Service]\nEnvironment=A=1\n"}}},
+		{Name: "locksmithd.service", Mask: true},
+	}}
+	if diff := cmp.Diff(want, got.CoreOS); diff != "" {
+		t.Errorf("coreos section (-want +got):\n%s", diff)
+	}
+	if len(got.RunCMD) != 0 || len(got.WriteFiles) != 0 {
+		t.Errorf("units must not also be written as files and runcmd: %v %v", got.RunCMD, got.WriteFiles)
+	}
+}
