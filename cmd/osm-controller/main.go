@@ -91,8 +91,11 @@ func (f *flags) register(fs *flag.FlagSet) {
 
 func main() {
 	f := &flags{}
-	f.register(flag.CommandLine)
-	flag.Parse()
+	// A FlagSet of our own: controller-runtime registers -kubeconfig on flag.CommandLine in an init function,
+	// and OSM's -kubeconfig (upstream's name) must not collide with it.
+	fs := flag.NewFlagSet("osm-controller", flag.ExitOnError)
+	f.register(fs)
+	_ = fs.Parse(os.Args[1:])
 
 	logger := zap.New(zap.UseDevMode(false), func(o *zap.Options) {
 		if f.logFormat == "console" {

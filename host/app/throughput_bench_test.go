@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -64,7 +65,9 @@ func runThroughput(b *testing.B, bin string, n int) {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill(); <-exited }()
 
 	for {
 		list := &corev1.SecretList{}
@@ -80,6 +83,13 @@ func runThroughput(b *testing.B, bin string, n int) {
 		if boot == n {
 			break
 		}
+		select {
+		case err := <-exited:
+			exited <- err
+			log, _ := os.ReadFile(logFile.Name())
+			b.Fatalf("osm-controller exited (%v) after %d of %d bootstrap Secrets:\n%s", err, boot, n, tail(string(log), 3000))
+		default:
+		}
 		if time.Since(start) > 20*time.Minute {
 			b.Fatalf("only %d of %d bootstrap Secrets after 20 minutes; controller log: %s", boot, n, logFile.Name())
 		}
@@ -91,12 +101,16 @@ func runThroughput(b *testing.B, bin string, n int) {
 	time.Sleep(10 * time.Second)
 	idleWrites := apiWrites(b, env) - writesBefore - writes
 	rss := peakRSS(b, cmd.Process.Pid)
+	metrics := scrape(b, port, "osm_render_duration_seconds_sum", "osm_render_duration_seconds_count", "osm_render_skipped_total")
 
 	b.ReportMetric(elapsed.Seconds(), "s-to-all-secrets")
 	b.ReportMetric(float64(n)/elapsed.Seconds(), "mds/s")
 	b.ReportMetric(float64(rss)/1024, "peak-rss-MiB")
 	b.ReportMetric(float64(writes)/float64(n), "api-writes/md")
 	b.ReportMetric(float64(idleWrites), "idle-writes")
+	if c := metrics["osm_render_duration_seconds_count"]; c > 0 {
+		b.ReportMetric(metrics["osm_render_duration_seconds_sum"]/c*1000, "ms/render")
+	}
 	b.Logf("%d MachineDeployments (%s): all bootstrap Secrets after %.1fs (%.1f MD/s), peak RSS %.0f MiB, %.1f API writes per MD, %d writes in 10s idle",
 		n, osp.Name, elapsed.Seconds(), float64(n)/elapsed.Seconds(), float64(rss)/1024, float64(writes)/float64(n), idleWrites)
 }
@@ -229,4 +243,39 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// scrape sums the named series of the controller's metrics endpoint.
+func scrape(b *testing.B, port int, names ...string) map[string]float64 {
+	b.Helper()
+	out := map[string]float64{}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		b.Logf("scraping controller metrics: %v", err)
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		name, _, _ := strings.Cut(f[0], "{")
+		for _, want := range names {
+			if name == want {
+				v, _ := strconv.ParseFloat(f[1], 64)
+				out[name] += v
+			}
+		}
+	}
+	return out
 }

@@ -90,6 +90,8 @@ func Start(t testing.TB, opts Options) *Env {
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		// Start may fail after the processes are up (installing CRDs, say); stop them or they outlive the test.
+		_ = env.Stop()
 		t.Fatalf("starting kube-apiserver and etcd from %s: %v", assets, err)
 	}
 	t.Cleanup(func() {
