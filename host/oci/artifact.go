@@ -37,6 +37,17 @@ type Artifact struct {
 	Annotations map[string]string
 	// FromCache is true when nothing was fetched from the registry.
 	FromCache bool
+	// MediaTypes are the media types of the manifest, its config and the module layer.
+	MediaTypes MediaTypes
+}
+
+// MediaTypes describe an artifact's layout.
+type MediaTypes struct {
+	Manifest string `json:"manifest"`
+	// ArtifactType is the manifest's artifactType field, usually empty for wasm artifacts.
+	ArtifactType string `json:"artifactType,omitempty"`
+	Config       string `json:"config"`
+	Layer        string `json:"layer"`
 }
 
 // wasmConfig is the config blob of the CNCF wasm layout.
@@ -91,7 +102,8 @@ func (c *Client) Push(ctx context.Context, ref string, module []byte, annotation
 	if err != nil {
 		return nil, fmt.Errorf("push %s: %w", ref, err)
 	}
-	return &Artifact{Reference: pinned(r, mdesc.Digest), ManifestDigest: mdesc.Digest, ModuleDigest: layer.Digest, Annotations: annotations}, nil
+	return &Artifact{Reference: pinned(r, mdesc.Digest), ManifestDigest: mdesc.Digest, ModuleDigest: layer.Digest, Annotations: annotations,
+		MediaTypes: MediaTypes{Manifest: ocispec.MediaTypeImageManifest, Config: MediaTypeWasmConfig, Layer: MediaTypeWasmLayer}}, nil
 }
 
 func pushIfMissing(ctx context.Context, repo interface {
@@ -154,10 +166,11 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
 			return nil, fmt.Errorf("pull %s: manifest digest mismatch: the registry returned content with digest %s; refusing it", pinnedRef, got)
 		}
 	}
-	layer, annotations, err := wasmLayer(manifestBytes)
+	manifest, err := wasmManifest(manifestBytes)
 	if err != nil {
 		return nil, fmt.Errorf("pull %s: %w", pinnedRef, err)
 	}
+	layer := manifest.Layers[0]
 	if layer.Size > c.opts.MaxModuleSize {
 		return nil, fmt.Errorf("pull %s: module is %d bytes, more than the %d allowed", pinnedRef, layer.Size, c.opts.MaxModuleSize)
 	}
@@ -185,34 +198,35 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
 		_ = c.cache.put(layer.Digest, module)
 	}
 	return &Artifact{Reference: pinnedRef, ManifestDigest: md, ModuleDigest: layer.Digest, Module: module,
-		Annotations: annotations, FromCache: mCached && lCached}, nil
+		Annotations: manifest.Annotations, FromCache: mCached && lCached,
+		MediaTypes: MediaTypes{Manifest: manifest.MediaType, ArtifactType: manifest.ArtifactType, Config: manifest.Config.MediaType, Layer: layer.MediaType}}, nil
 }
 
-// wasmLayer checks that a manifest describes a wasm plugin artifact and returns its module layer.
-func wasmLayer(manifestBytes []byte) (ocispec.Descriptor, map[string]string, error) {
+// wasmManifest checks that a manifest describes a wasm plugin artifact: exactly one layer, the module.
+func wasmManifest(manifestBytes []byte) (*ocispec.Manifest, error) {
 	var m ocispec.Manifest
 	if err := json.Unmarshal(manifestBytes, &m); err != nil {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("manifest is not JSON: %w", err)
+		return nil, fmt.Errorf("manifest is not JSON: %w", err)
 	}
 	switch m.MediaType {
 	case ocispec.MediaTypeImageManifest, "":
 	default:
-		return ocispec.Descriptor{}, nil, fmt.Errorf("not a wasm plugin artifact: manifest media type %q, want %q", m.MediaType, ocispec.MediaTypeImageManifest)
+		return nil, fmt.Errorf("not a wasm plugin artifact: manifest media type %q, want %q", m.MediaType, ocispec.MediaTypeImageManifest)
 	}
 	if m.Config.MediaType != MediaTypeWasmConfig && m.ArtifactType != MediaTypeWasmConfig {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("not a wasm plugin artifact: config media type %q, want %q", m.Config.MediaType, MediaTypeWasmConfig)
+		return nil, fmt.Errorf("not a wasm plugin artifact: config media type %q, want %q", m.Config.MediaType, MediaTypeWasmConfig)
 	}
 	if len(m.Layers) != 1 {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("not a wasm plugin artifact: %d layers, want exactly one %s layer", len(m.Layers), MediaTypeWasmLayer)
+		return nil, fmt.Errorf("not a wasm plugin artifact: %d layers, want exactly one %s layer", len(m.Layers), MediaTypeWasmLayer)
 	}
 	layer := m.Layers[0]
 	if layer.MediaType != MediaTypeWasmLayer && layer.MediaType != MediaTypeWasmLayerLegacy {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("not a wasm plugin artifact: layer media type %q, want %q", layer.MediaType, MediaTypeWasmLayer)
+		return nil, fmt.Errorf("not a wasm plugin artifact: layer media type %q, want %q", layer.MediaType, MediaTypeWasmLayer)
 	}
 	if err := layer.Digest.Validate(); err != nil {
-		return ocispec.Descriptor{}, nil, fmt.Errorf("layer digest %q: %w", layer.Digest, err)
+		return nil, fmt.Errorf("layer digest %q: %w", layer.Digest, err)
 	}
-	return layer, m.Annotations, nil
+	return &m, nil
 }
 
 // readLimited reads at most limit bytes and fails if there are more.

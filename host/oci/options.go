@@ -27,6 +27,10 @@ type Options struct {
 	// DockerConfig is the content of a docker config.json, e.g. the .dockerconfigjson key of a
 	// kubernetes.io/dockerconfigjson Secret. Registries it has no entry for are accessed anonymously.
 	DockerConfig []byte
+	// DockerConfigFile is the path of a docker config.json (see DefaultDockerConfigFile), read like the docker
+	// CLI reads it, credential helpers included. It is consulted for registries DockerConfig has no entry
+	// for; a missing file has no credentials.
+	DockerConfigFile string
 	// CABundle is PEM certificates trusted in addition to the system roots.
 	CABundle []byte
 	// InsecureSkipTLSVerify disables certificate verification. For tests and labs only.
@@ -73,6 +77,13 @@ func NewClient(opts Options) (*Client, error) {
 		if store, err = credentials.NewMemoryStoreFromDockerConfig(opts.DockerConfig); err != nil {
 			return nil, fmt.Errorf("registry credentials: %w", err)
 		}
+	}
+	if opts.DockerConfigFile != "" {
+		file, err := dockerConfigStore(opts.DockerConfigFile)
+		if err != nil {
+			return nil, err
+		}
+		store = credentials.NewStoreWithFallbacks(store, file)
 	}
 	c := &Client{
 		opts: opts,
