@@ -133,7 +133,7 @@ func TestRestartConverges(t *testing.T) {
 				return err
 			}
 			if !meta.IsStatusConditionTrue(got.Status.Conditions, osmv1alpha1.ConditionReady) {
-				return fmt.Errorf("%s not ready", md.Name)
+				return fmt.Errorf("%s not ready: %+v", md.Name, got.Status)
 			}
 		}
 		return nil

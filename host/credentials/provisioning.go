@@ -70,16 +70,19 @@ func RefreshMargin(ttl time.Duration) time.Duration { return ttl / 3 }
 // ProvisioningToken returns a token that may get md's provisioning Secret and kubelet bootstrap Secret, and
 // nothing else. current is the token handed out before; it is returned unchanged while it has enough validity
 // left, so a reconcile does not rewrite user-data for nothing.
+//
+// The ServiceAccount and its RBAC are ensured only when a token is issued: a reconcile that reuses a token
+// costs no API call here.
 func (i *Issuer) ProvisioningToken(ctx context.Context, md *clusterv1alpha1.MachineDeployment, current Token) (Token, error) {
-	if err := i.ensureReader(ctx, md); err != nil {
-		return Token{}, err
-	}
 	ttl := i.ProvisioningTokenTTL
 	if ttl == 0 {
 		ttl = DefaultProvisioningTokenTTL
 	}
 	if current.Valid(i.now(), RefreshMargin(ttl)) {
 		return current, nil
+	}
+	if err := i.ensureReader(ctx, md); err != nil {
+		return Token{}, err
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: i.Namespace, Name: ProvisioningReaderName(md)}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl.Seconds()))}}

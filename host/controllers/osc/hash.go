@@ -13,7 +13,10 @@ import (
 // inputHash identifies everything a render depends on. When the OSC and both Secrets carry the current hash,
 // the reconciler neither renders nor writes: that is what keeps a resync of thousands of MachineDeployments
 // cheap and keeps machine-controller from seeing churn.
-func inputHash(md *clusterv1alpha1.MachineDeployment, osp *osmv1alpha1.OperatingSystemProfile, cluster render.ClusterInfo, settingsHash, build string) string {
+//
+// pluginDigest is the digest of the module the profile's plugin resolves to now, so a new image or a rebuilt
+// built-in re-renders, while a profile's status catching up with a digest it already rendered with does not.
+func inputHash(md *clusterv1alpha1.MachineDeployment, osp *osmv1alpha1.OperatingSystemProfile, pluginDigest string, cluster render.ClusterInfo, settingsHash, build string) string {
 	in := struct {
 		Template    clusterv1alpha1.MachineSpec
 		Annotations map[string]string
@@ -27,10 +30,7 @@ func inputHash(md *clusterv1alpha1.MachineDeployment, osp *osmv1alpha1.Operating
 		Settings string
 		Build    string
 	}{Template: md.Spec.Template.Spec, Annotations: md.Annotations, Cluster: cluster, Settings: settingsHash, Build: build}
-	in.Profile.UID, in.Profile.Generation, in.Profile.Version = string(osp.UID), osp.Generation, osp.Spec.Version
-	if osp.Status.Plugin != nil {
-		in.Profile.Digest = osp.Status.Plugin.Digest
-	}
+	in.Profile.UID, in.Profile.Generation, in.Profile.Version, in.Profile.Digest = string(osp.UID), osp.Generation, osp.Spec.Version, pluginDigest
 	data, _ := json.Marshal(in)
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:16])

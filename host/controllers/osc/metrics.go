@@ -65,7 +65,7 @@ func (m *metrics) observe(st *state, err error, took time.Duration) {
 	case st.done:
 		m.skipped.Inc()
 	case st.output != nil:
-		m.renders.WithLabelValues(reason).Observe(took.Seconds())
+		m.renders.WithLabelValues(reason).Observe(st.renderTook.Seconds())
 		if st.bootstrapSize > 0 {
 			m.userData.WithLabelValues("bootstrap").Observe(float64(st.bootstrapSize))
 			m.userData.WithLabelValues("provisioning").Observe(float64(st.provisioningSize))

@@ -3,6 +3,7 @@ package osc
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -78,6 +79,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 				},
 			})).
 		Complete(r)
+}
+
+// renderRelevant reports whether a MachineDeployment update can change what OSM renders or owes it: its spec
+// (generation), its annotations (revision, profile, kubelet config) or its deletion. Our own finalizer patch
+// and machine-controller's status updates are not, and reconciling on them would only repeat work.
+func renderRelevant(oldMD, newMD *clusterv1alpha1.MachineDeployment) bool {
+	return oldMD.Generation != newMD.Generation ||
+		!maps.Equal(oldMD.Annotations, newMD.Annotations) ||
+		!oldMD.DeletionTimestamp.Equal(newMD.DeletionTimestamp)
 }
 
 // machinesOfProfile maps a profile to the MachineDeployments that name it.

@@ -32,6 +32,8 @@ type state struct {
 	done bool
 	// wrote lists what this reconcile changed, for the event.
 	wrote []string
+	// renderTook is the time spent rendering and encoding (templates, plugin, encoders), without API calls.
+	renderTook time.Duration
 	// sizes of the user-data written.
 	bootstrapSize, provisioningSize int
 }

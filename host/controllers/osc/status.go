@@ -66,6 +66,7 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 			status.Plugin = st.output.Plugin
 			status.BootstrapSize, status.ProvisioningSize = int64(st.bootstrapSize), int64(st.provisioningSize)
 		}
+		// When nothing was rendered (everything was current), the sizes in the status are still the ones written.
 		status.BootstrapSecret = r.Settings.CloudInitSettingsNamespace + "/" + render.BootstrapSecretName(st.md)
 		status.ProvisioningSecret = r.Settings.CloudInitSettingsNamespace + "/" + render.ProvisioningSecretName(st.md)
 		setCondition(status, osc.Generation, osmv1alpha1.ConditionRendered, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "rendered from "+status.Profile)

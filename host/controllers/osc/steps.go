@@ -3,6 +3,7 @@ package osc
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -41,8 +42,21 @@ func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
 	if st.cluster, err = r.ClusterInfo(ctx); err != nil {
 		return stall(osmv1alpha1.ReasonRenderFailed, err)
 	}
-	st.hash = inputHash(st.md, st.osp, st.cluster, r.settingsHash, r.Build)
+	st.hash = inputHash(st.md, st.osp, r.pluginDigest(ctx, st.osp), st.cluster, r.settingsHash, r.Build)
 	return nil
+}
+
+// pluginDigest resolves the profile's plugin (from memory after the first load) for the render hash. A plugin
+// that does not resolve hashes as empty; the render then reports why.
+func (r *Reconciler) pluginDigest(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) string {
+	if osp.Spec.Plugin == nil || r.Renderer.Plugins == nil {
+		return ""
+	}
+	p, err := r.Renderer.Plugins.Resolve(ctx, osp.Namespace, osp.Spec.Plugin)
+	if err != nil {
+		return ""
+	}
+	return p.Identity().Digest
 }
 
 // loadCurrent reads what was written for the MachineDeployment before.
@@ -100,7 +114,7 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 
 // upToDate reports whether everything written carries the current render hash and credentials.
 func (r *Reconciler) upToDate(st *state) bool {
-	if st.osc == nil || st.bootstrap == nil || st.provisioning == nil || st.kubeletBoot == nil {
+	if st.osc == nil || st.bootstrap == nil || st.provisioning == nil || (st.kubeletBoot == nil && needsKubeletBootstrapSecret(st.osp)) {
 		return false
 	}
 	for _, ann := range []map[string]string{st.osc.Annotations, st.bootstrap.Annotations, st.provisioning.Annotations} {
@@ -111,7 +125,18 @@ func (r *Reconciler) upToDate(st *state) bool {
 	if string(st.bootstrap.Data[KeyProvisioningToken]) != st.provisioningToken.Value {
 		return false
 	}
-	return bytes.Equal(st.kubeletBoot.Data[KeyKubeconfig], []byte(r.kubeletKubeconfig(st)))
+	return !needsKubeletBootstrapSecret(st.osp) || bytes.Equal(st.kubeletBoot.Data[KeyKubeconfig], []byte(r.kubeletKubeconfig(st)))
+}
+
+// needsKubeletBootstrapSecret reports whether the profile fetches the kubelet's bootstrap kubeconfig from its
+// own Secret, as upstream's profiles do. Plugins put it into the provisioning user-data instead, so for them
+// the Secret would only be one more write and one more object.
+func needsKubeletBootstrapSecret(osp *osmv1alpha1.OperatingSystemProfile) bool {
+	if osp.Spec.Plugin == nil {
+		return true
+	}
+	data, _ := json.Marshal(osp.Spec)
+	return bytes.Contains(data, []byte("BootstrapKubeconfigSecretName"))
 }
 
 func (r *Reconciler) kubeletKubeconfig(st *state) string {
@@ -132,9 +157,11 @@ func (r *Reconciler) renderIfNeeded(ctx context.Context, st *state) error {
 		st.done = true
 		return nil
 	}
+	start := time.Now()
 	out, err := r.Renderer.Render(ctx, render.Input{MachineDeployment: st.md, Profile: st.osp, Cluster: st.cluster, Settings: r.Settings})
+	st.renderTook += time.Since(start)
 	if err != nil {
-		return r.renderFailure(err)
+		return r.renderFailure(ctx, err)
 	}
 	st.output = out
 	return nil
@@ -142,7 +169,10 @@ func (r *Reconciler) renderIfNeeded(ctx context.Context, st *state) error {
 
 // renderFailure classifies a render error: everything the render pipeline reports is deterministic for the
 // same inputs and so stalls; a plugin failure may be load-related (a timeout) and is retried after a pause.
-func (r *Reconciler) renderFailure(err error) error {
+func (r *Reconciler) renderFailure(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err // the controller is stopping; nothing is wrong with the profile or the plugin
+	}
 	reason := render.Reason(err)
 	s := &stallingError{reason: reason, err: err}
 	if reason == osmv1alpha1.ReasonPluginFailed || reason == osmv1alpha1.ReasonPluginPullFailed {
@@ -197,10 +227,12 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 		RegistryAuth:      auth,
 	}
 	userData := map[abi.Stage][]byte{}
+	start := time.Now()
+	defer func() { st.renderTook += time.Since(start) }()
 	for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
 		data, err := st.output.UserData(ctx, stage, values)
 		if err != nil {
-			return r.renderFailure(err)
+			return r.renderFailure(ctx, err)
 		}
 		userData[stage] = data
 	}
@@ -209,7 +241,7 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 	ann := r.annotations(st)
 	bootAnn := copyMap(ann)
 	bootAnn[AnnotationProvisioningTokenExpiry] = st.provisioningToken.Expires.UTC().Format(time.RFC3339)
-	for _, s := range []struct {
+	secrets := []struct {
 		current *corev1.Secret
 		name    string
 		data    map[string][]byte
@@ -221,7 +253,11 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 		{st.kubeletBoot, render.KubeletBootstrapSecretName(st.md), map[string][]byte{KeyKubeconfig: []byte(r.kubeletKubeconfig(st))}, ann},
 		{st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
 			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.provisioningToken.Value)}, bootAnn},
-	} {
+	}
+	for i, s := range secrets {
+		if i == 1 && !needsKubeletBootstrapSecret(st.osp) {
+			continue
+		}
 		if err := r.writeSecret(ctx, st, s.current, s.name, s.data, s.ann); err != nil {
 			return err
 		}

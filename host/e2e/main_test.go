@@ -1,0 +1,108 @@
+//go:build e2e
+
+// Package e2e boots real nodes from OSM's user-data: a Debian rootfs under systemd-nspawn runs the bootstrap
+// user-data OSM wrote for a MachineDeployment, fetches its provisioning configuration from a real
+// kube-apiserver, provisions itself (containerd, kubelet, ...) from a local binary mirror, and its kubelet asks
+// the API server for a client certificate with its bootstrap token.
+//
+// Run it with `make e2e-node` (as root): the make target builds the node rootfs and binaries
+// (hack/e2e-node/*.sh, cached under ~/.cache/osm/e2e-node), then runs `go test -tags e2e ./host/e2e`.
+// The build tag keeps it out of a plain `go test ./...`.
+//
+// Environment:
+//
+//	OSM_E2E_ARTIFACTS  directory for node reports, controller log and audit log (default: a new temp dir,
+//	                   printed at the end; removed only when every test passed and OSM_E2E_KEEP is unset)
+//	OSM_E2E_KEEP=1     keep node root filesystems even when the tests pass
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/osmhq/osm/host/testenv"
+)
+
+// harness holds what TestMain prepared.
+var harness struct {
+	// Rootfs is the node image tarball (hack/e2e-node/rootfs.sh).
+	Rootfs string
+	// Mirror is the local binary mirror directory (hack/e2e-node/binaries.sh).
+	Mirror string
+	// Ignition is the ignition binary.
+	Ignition string
+	// Artifacts is where reports and logs are kept.
+	Artifacts string
+	// KubeVersion, CNIVersion and CRICtlVersion are what the mirror serves.
+	KubeVersion, CNIVersion, CRICtlVersion string
+}
+
+func TestMain(m *testing.M) {
+	if err := setup(); err != nil {
+		fmt.Fprintf(os.Stderr, "node e2e setup: %v\n", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if code == 0 && os.Getenv("OSM_E2E_ARTIFACTS") == "" && os.Getenv("OSM_E2E_KEEP") == "" {
+		_ = os.RemoveAll(harness.Artifacts)
+	} else {
+		fmt.Fprintf(os.Stderr, "node e2e artifacts (node reports, journals, controller and audit logs): %s\n", harness.Artifacts)
+	}
+	os.Exit(code)
+}
+
+func setup() error {
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("booting nodes with systemd-nspawn needs root")
+	}
+	for _, bin := range []string{"systemd-nspawn", "unshare", "timeout", "tar", "zstd", "chroot"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			return fmt.Errorf("%s not found: run hack/install-deps.sh node-e2e", bin)
+		}
+	}
+	root := testenv.RepoRoot()
+	// Both scripts return at once when their outputs are cached.
+	if _, err := script(filepath.Join(root, "hack", "e2e-node", "binaries.sh")); err != nil {
+		return err
+	}
+	rootfs, err := script(filepath.Join(root, "hack", "e2e-node", "rootfs.sh"))
+	if err != nil {
+		return err
+	}
+	harness.Rootfs = strings.TrimSpace(rootfs)
+	envOut, err := script(filepath.Join(root, "hack", "e2e-node", "binaries.sh"), "env")
+	if err != nil {
+		return err
+	}
+	vars := map[string]string{}
+	for _, line := range strings.Split(envOut, "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			vars[k] = v
+		}
+	}
+	harness.Mirror, harness.Ignition = vars["E2E_MIRROR"], vars["E2E_IGNITION"]
+	harness.KubeVersion, harness.CNIVersion, harness.CRICtlVersion = vars["E2E_KUBE_VERSION"], vars["E2E_CNI_VERSION"], vars["E2E_CRICTL_VERSION"]
+	if harness.Artifacts = os.Getenv("OSM_E2E_ARTIFACTS"); harness.Artifacts != "" {
+		err = os.MkdirAll(harness.Artifacts, 0o755)
+	} else {
+		harness.Artifacts, err = os.MkdirTemp("", "osm-e2e-")
+	}
+	return err
+}
+
+// script runs one of the hack/e2e-node scripts and returns its stdout; its stderr (build progress) goes to
+// ours.
+func script(path string, args ...string) (string, error) {
+	var stdout bytes.Buffer
+	cmd := exec.Command(path, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w", path, strings.Join(args, " "), err)
+	}
+	return stdout.String(), nil
+}

@@ -1,0 +1,755 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A node is a Debian rootfs booted with systemd-nspawn on the host's network, the closest thing to a VM these
+// machines run (see /work/shared/NODE-E2E.md for what was tried): systemd is PID 1, cloud-init runs from a
+// NoCloud seed, units are real units. It shares the host's kernel, which the harness accounts for:
+//
+//   - The node gets a cgroup v2 view (SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1) in a cgroup of its own, because the
+//     kubelet refuses cgroup v1 by default since 1.35 (failCgroupV1) and this host is hybrid v1/v2.
+//   - /proc/sys is writable (SYSTEMD_NSPAWN_API_VFS_WRITABLE=1): osm-setup runs `sysctl --system`, which a VM
+//     can always do. The node's writes land in the host's kernel, so every writable sysctl is saved before the
+//     boot and the changed ones are restored after it (restoreSysctls).
+//   - The node keeps CAP_NET_ADMIN, which nspawn drops unless the container has a network of its own: a VM's
+//     root has it, and osm-setup sets net.* sysctls. Packet filter tables the node adds to the shared network
+//     namespace (the kubelet's canary chains, through iptables-nft) are removed after the boot.
+//   - /lib/modules/<host kernel>/modules.builtin lists the built-in kernel modules the node loads, as a kernel
+//     package would: the rootfs has no kernel and the host kernel has modules built in, so modprobe needs to
+//     find them there.
+//   - A cloud.cfg.d drop-in keeps cloud-init from touching the host (no network config, no resizing of the
+//     disk the rootfs lives on).
+//
+// Instrumentation: a report unit (osm-e2e-report.service) publishes the states of the units under test to
+// /var/lib/osm-e2e/status every second, which the harness reads from the rootfs directory. When the harness
+// has seen what it waits for (or gives up) it creates /var/lib/osm-e2e/collect; the unit then saves the unit
+// list, failed units, `cloud-init status --long`, /run/cloud-init/result.json, /run/osm and the journal to
+// /var/lib/osm-e2e/report and powers the node off. Everything is bounded: the unit gives up waiting on its own,
+// and `timeout` kills nspawn.
+
+// nodeOptions describe one boot.
+type nodeOptions struct {
+	// Name is the machine name: nspawn's machine name, the hostname and what <MACHINE_NAME> became.
+	Name string
+	// UserData is the cloud-init user-data of the NoCloud seed; empty for a node provisioned otherwise
+	// (Ignition), which gets cloud-init disabled.
+	UserData []byte
+	// Prepare changes the unpacked rootfs before the boot (Ignition's files stage).
+	Prepare func(t *testing.T, root string)
+	// Units are the units whose states the report unit publishes.
+	Units []string
+	// Lifetime bounds the boot; the report unit collects and powers off a little before.
+	Lifetime time.Duration
+}
+
+type node struct {
+	t       *testing.T
+	name    string
+	dir     string // the node's temporary directory: rootfs, console log, cgroup names
+	root    string
+	console string
+	cgroups []string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	waitErr error
+	sysctls map[string]string
+	nftWas  map[string]bool
+	report  *report
+}
+
+const (
+	e2eDir        = "/var/lib/osm-e2e"
+	reportUnit    = "osm-e2e-report.service"
+	cloudCfgDrop  = "/etc/cloud/cloud.cfg.d/05-osm-e2e-node.cfg"
+	collectMargin = 45 * time.Second
+)
+
+// bootNode unpacks the rootfs, prepares it and starts the node. The node is stopped and removed when the test
+// ends; its report stays readable until then.
+func bootNode(t *testing.T, opts nodeOptions) *node {
+	t.Helper()
+	if opts.Lifetime == 0 {
+		opts.Lifetime = 8 * time.Minute
+	}
+	dir, err := os.MkdirTemp(harness.Artifacts, opts.Name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &node{t: t, name: opts.Name, dir: dir, root: filepath.Join(dir, "rootfs"), console: filepath.Join(dir, "console.log"), exited: make(chan struct{})}
+	t.Cleanup(n.cleanup)
+	n.unpack()
+	n.prepare(opts)
+	if opts.Prepare != nil {
+		opts.Prepare(t, n.root)
+	}
+	n.sysctls = snapshotSysctls()
+	n.nftWas = n.nftTables()
+	n.start(opts.Lifetime)
+	t.Logf("node %s: booting (rootfs %s, console %s)", n.name, n.root, n.console)
+	return n
+}
+
+func (n *node) unpack() {
+	n.t.Helper()
+	if err := os.MkdirAll(n.root, 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	out, err := exec.Command("tar", "--zstd", "-xpf", harness.Rootfs, "-C", n.root).CombinedOutput()
+	if err != nil {
+		n.t.Fatalf("unpacking %s: %v\n%s", harness.Rootfs, err, out)
+	}
+}
+
+func (n *node) prepare(opts nodeOptions) {
+	t := n.t
+	t.Helper()
+	// An empty machine-id makes systemd generate one at boot without treating the boot as "uninitialized"
+	// (which would preset-all and enable systemd-networkd and resolved against the host's network).
+	n.write("/etc/machine-id", "", 0o444)
+	_ = os.Remove(filepath.Join(n.root, "var/lib/dbus/machine-id"))
+	n.write("/etc/hostname", opts.Name+"\n", 0o644)
+
+	if len(opts.UserData) > 0 {
+		n.write("/var/lib/cloud/seed/nocloud/user-data", string(opts.UserData), 0o600)
+		n.write("/var/lib/cloud/seed/nocloud/meta-data", fmt.Sprintf("instance-id: %s\nlocal-hostname: %s\n", opts.Name, opts.Name), 0o600)
+		n.write(cloudCfgDrop, `# OSM node e2e harness: the node shares the host's kernel, disk and network.
+datasource_list: [NoCloud, None]
+network: {config: disabled}
+preserve_hostname: true
+manage_etc_hosts: false
+resize_rootfs: false
+growpart: {mode: 'off'}
+locale: C.UTF-8
+`, 0o644)
+	} else {
+		n.write("/etc/cloud/cloud-init.disabled", "", 0o644)
+	}
+	n.kernelModules()
+
+	units := append([]string{}, opts.Units...)
+	n.write(e2eDir+"/units", strings.Join(units, " ")+"\n", 0o644)
+	deadline := opts.Lifetime - collectMargin
+	n.write("/usr/local/sbin/osm-e2e-report", reportScript(int(deadline.Seconds())), 0o755)
+	n.write("/etc/systemd/system/"+reportUnit, `[Unit]
+Description=OSM node e2e harness: publish unit states, collect the report when told, power off
+After=multi-user.target
+
+[Service]
+Type=exec
+ExecStart=/usr/local/sbin/osm-e2e-report
+
+[Install]
+WantedBy=multi-user.target
+`, 0o644)
+	link := filepath.Join(n.root, "etc/systemd/system/multi-user.target.wants", reportUnit)
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/systemd/system/"+reportUnit, link); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reportScript waits for the harness (or its own deadline), collects, and powers the node off.
+func reportScript(deadlineSeconds int) string {
+	return `#!/bin/sh
+# osm-e2e-report: installed by OSM's node e2e harness (host/e2e), not part of what OSM provisions.
+d=` + e2eDir + `
+units=$(cat $d/units)
+deadline=$(( $(date +%s) + ` + strconv.Itoa(deadlineSeconds) + ` ))
+systemctl is-system-running --wait >/dev/null 2>&1
+while [ ! -e $d/collect ] && [ "$(date +%s)" -lt $deadline ]; do
+  { date +%s; systemctl show -p Id,LoadState,ActiveState,SubState,Result,NRestarts,ExecMainStatus,UnitFileState $units; } >$d/status.tmp 2>&1
+  mv $d/status.tmp $d/status
+  sleep 1
+done
+r=$d/report
+rm -rf $r
+mkdir -p $r
+[ -e $d/collect ] || echo "the harness never asked for the report; collected at the node's own deadline" >$r/deadline
+systemctl show -p Id,LoadState,ActiveState,SubState,Result,NRestarts,ExecMainStatus,UnitFileState $units >$r/units.show 2>&1
+systemctl list-units --all --no-pager --plain --no-legend >$r/units.txt 2>&1
+systemctl list-unit-files --no-pager --plain --no-legend >$r/unit-files.txt 2>&1
+systemctl list-units --failed --no-pager --plain --no-legend >$r/failed.txt 2>&1
+systemctl is-system-running >$r/system-state.txt 2>&1
+cloud-init status --long >$r/cloud-init-status.txt 2>&1; echo "exit status $?" >>$r/cloud-init-status.txt
+cp /run/cloud-init/result.json /run/cloud-init/status.json $r/ 2>/dev/null
+[ -d /run/osm ] && cp -a /run/osm $r/run-osm
+journalctl -b --no-pager -o short-precise >$r/journal.txt 2>&1
+for u in $units; do journalctl -b --no-pager -o short-precise -u "$u" >"$r/journal-$u.txt" 2>&1; done
+sync
+touch $r/complete
+systemctl poweroff
+`
+}
+
+// kernelModules writes /lib/modules/<release>/modules.builtin for the modules the node loads that the host
+// kernel has built in, and lets the node's depmod index it.
+func (n *node) kernelModules() {
+	t := n.t
+	release := unameRelease(t)
+	config := kernelConfig(t)
+	want := []struct{ symbol, path string }{
+		{"CONFIG_OVERLAY_FS", "kernel/fs/overlayfs/overlay.ko"},
+		{"CONFIG_BRIDGE", "kernel/net/bridge/bridge.ko"},
+		{"CONFIG_BRIDGE_NETFILTER", "kernel/net/bridge/br_netfilter.ko"},
+		{"CONFIG_NF_CONNTRACK", "kernel/net/netfilter/nf_conntrack.ko"},
+		{"CONFIG_IP_VS", "kernel/net/netfilter/ipvs/ip_vs.ko"},
+		{"CONFIG_IP_VS_RR", "kernel/net/netfilter/ipvs/ip_vs_rr.ko"},
+		{"CONFIG_IP_VS_WRR", "kernel/net/netfilter/ipvs/ip_vs_wrr.ko"},
+		{"CONFIG_IP_VS_SH", "kernel/net/netfilter/ipvs/ip_vs_sh.ko"},
+		{"CONFIG_VXLAN", "kernel/drivers/net/vxlan/vxlan.ko"},
+	}
+	var b strings.Builder
+	for _, w := range want {
+		if config[w.symbol] == "y" {
+			b.WriteString(w.path + "\n")
+		}
+	}
+	n.write("/lib/modules/"+release+"/modules.builtin", b.String(), 0o644)
+	if out, err := exec.Command("chroot", n.root, "depmod", release).CombinedOutput(); err != nil {
+		t.Fatalf("depmod in the node rootfs: %v\n%s", err, out)
+	}
+}
+
+func unameRelease(t *testing.T) string {
+	var u syscall.Utsname
+	if err := syscall.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b.WriteByte(byte(c))
+	}
+	return b.String()
+}
+
+// kernelConfig reads the running kernel's configuration (/proc/config.gz); empty when the kernel does not
+// publish it.
+func kernelConfig(t *testing.T) map[string]string {
+	out := map[string]string{}
+	f, err := os.Open("/proc/config.gz")
+	if err != nil {
+		t.Logf("no /proc/config.gz (%v): the node finds no built-in kernel modules", err)
+		return out
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := bufio.NewScanner(zr)
+	for s.Scan() {
+		if k, v, ok := strings.Cut(s.Text(), "="); ok && !strings.HasPrefix(k, "#") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func (n *node) write(path, content string, mode os.FileMode) {
+	n.t.Helper()
+	p := filepath.Join(n.root, path)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		n.t.Fatal(err)
+	}
+	_ = os.Remove(p)
+	if err := os.WriteFile(p, []byte(content), mode); err != nil {
+		n.t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// start runs nspawn in a private mount namespace (with a tmpfs on /run/systemd, because the host's /run is on
+// disk and not managed by systemd) inside cgroups of the node's own.
+func (n *node) start(lifetime time.Duration) {
+	t := n.t
+	n.cgroups = nodeCgroups(t, filepath.Base(n.dir))
+	var join strings.Builder
+	for _, cg := range n.cgroups {
+		fmt.Fprintf(&join, "echo $$ >%s/cgroup.procs\n", cg)
+	}
+	script := join.String() + fmt.Sprintf(`mkdir -p /run/systemd
+mount -t tmpfs tmpfs /run/systemd
+exec timeout --kill-after=15 %d systemd-nspawn --quiet --boot --directory=%s --machine=%s --register=no --keep-unit --console=pipe --capability=CAP_NET_ADMIN
+`, int(lifetime.Seconds()), n.root, n.name)
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-euc", script)
+	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1", "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
+	console, err := os.Create(n.console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = console, console
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting systemd-nspawn: %v", err)
+	}
+	n.cmd = cmd
+	go func() {
+		n.waitErr = cmd.Wait()
+		console.Close()
+		close(n.exited)
+	}()
+}
+
+// nodeCgroups creates the node's cgroups: one in the cgroup v2 hierarchy, where the node's systemd runs, and
+// one in the named systemd v1 hierarchy of a hybrid host, so that nothing lands in the hierarchies' roots.
+func nodeCgroups(t *testing.T, name string) []string {
+	var roots []string
+	if isCgroup2("/sys/fs/cgroup") {
+		roots = []string{"/sys/fs/cgroup"}
+	} else {
+		for _, r := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd"} {
+			if _, err := os.Stat(r + "/cgroup.procs"); err == nil {
+				roots = append(roots, r)
+			}
+		}
+	}
+	var out []string
+	for _, r := range roots {
+		cg := filepath.Join(r, "osm-e2e-"+name)
+		if err := os.Mkdir(cg, 0o755); err != nil {
+			t.Fatalf("creating the node's cgroup: %v", err)
+		}
+		out = append(out, cg)
+	}
+	return out
+}
+
+func isCgroup2(path string) bool {
+	var st syscall.Statfs_t
+	return syscall.Statfs(path, &st) == nil && st.Type == 0x63677270
+}
+
+// status returns the units' states as the report unit last published them.
+func (n *node) status() map[string]unitState {
+	data, err := os.ReadFile(filepath.Join(n.root, e2eDir, "status"))
+	if err != nil {
+		return nil
+	}
+	return parseShow(string(data))
+}
+
+// running reports whether nspawn still runs.
+func (n *node) running() bool {
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// waitUntil polls cond (with the node's published unit states) until it returns true or an error, the node
+// stops, or the timeout passes.
+func (n *node) waitUntil(what string, timeout time.Duration, cond func(map[string]unitState) (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond(n.status())
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: %w", what, err)
+		case ok:
+			return nil
+		case !n.running():
+			return fmt.Errorf("%s: the node stopped first (%v)", what, n.waitErr)
+		case time.Now().After(deadline):
+			return fmt.Errorf("%s: not after %s", what, timeout)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// collect asks the node for its report, waits for it to power off and reads the report.
+func (n *node) collect() *report {
+	t := n.t
+	t.Helper()
+	if n.report != nil {
+		return n.report
+	}
+	if n.running() {
+		n.write(e2eDir+"/collect", "", 0o644)
+		select {
+		case <-n.exited:
+		case <-time.After(2 * time.Minute):
+			t.Errorf("node %s did not power off within 2m of being asked for its report; killing it", n.name)
+			n.kill()
+		}
+	}
+	n.restoreSysctls()
+	// Keep the report outside the rootfs, which is removed when the test passes.
+	if out, err := exec.Command("cp", "-a", filepath.Join(n.root, e2eDir, "report"), filepath.Join(n.dir, "report")).CombinedOutput(); err != nil {
+		t.Logf("node %s: copying its report: %v %s", n.name, err, out)
+	}
+	n.report = readReport(t, n)
+	t.Logf("node %s: stopped (%v); report in %s", n.name, n.waitErr, n.report.dir)
+	return n.report
+}
+
+func (n *node) kill() {
+	if n.cmd != nil && n.cmd.Process != nil {
+		_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	select {
+	case <-n.exited:
+	case <-time.After(30 * time.Second):
+		n.t.Errorf("node %s: systemd-nspawn (pid %d) survived SIGKILL for 30s", n.name, n.cmd.Process.Pid)
+	}
+}
+
+// cleanup stops the node if it still runs, restores sysctls, removes its cgroups and, unless kept, its files.
+func (n *node) cleanup() {
+	if n.cmd != nil && n.running() {
+		n.write(e2eDir+"/collect", "", 0o644)
+		select {
+		case <-n.exited:
+		case <-time.After(90 * time.Second):
+			n.kill()
+		}
+	}
+	n.restoreSysctls()
+	for _, cg := range n.cgroups {
+		removeCgroup(n.t, cg)
+	}
+	// The report, console log and journals stay in the artifacts; the rootfs (hundreds of MB) only when the
+	// test failed or OSM_E2E_KEEP is set.
+	if !n.t.Failed() && os.Getenv("OSM_E2E_KEEP") == "" {
+		if err := os.RemoveAll(n.root); err != nil {
+			n.t.Errorf("removing the node rootfs: %v", err)
+		}
+	}
+}
+
+// removeCgroup removes a node's cgroup tree, children first. The node has powered off, so the tree is empty.
+func removeCgroup(t *testing.T, root string) {
+	var dirs []string
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("removing cgroup %s: %v", dirs[i], err)
+		}
+	}
+}
+
+// snapshotSysctls reads every writable sysctl of the host.
+func snapshotSysctls() map[string]string {
+	out := map[string]string{}
+	_ = filepath.WalkDir("/proc/sys", func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil || info.Mode().Perm()&0o200 == 0 || info.Mode().Perm()&0o400 == 0 {
+			return nil
+		}
+		if volatileSysctl(p) {
+			return nil
+		}
+		if v, err := readSysctl(p); err == nil {
+			out[p] = v
+		}
+		return nil
+	})
+	return out
+}
+
+func volatileSysctl(p string) bool {
+	for _, s := range []string{"/proc/sys/kernel/ns_last_pid", "/proc/sys/kernel/hostname", "/proc/sys/kernel/domainname",
+		"/proc/sys/vm/drop_caches", "/proc/sys/kernel/random/", "/proc/sys/net/ipv4/route/flush", "/proc/sys/net/ipv6/route/flush",
+		"/proc/sys/fs/binfmt_misc/"} {
+		if strings.HasPrefix(p, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func readSysctl(p string) (string, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, 1<<16))
+	return string(data), err
+}
+
+// restoreSysctls writes back the host sysctls the node changed (osm-setup's `sysctl --system`, systemd's own
+// settings at boot) and removes the packet filter tables it added.
+func (n *node) restoreSysctls() {
+	if n.sysctls == nil {
+		return
+	}
+	var restored []string
+	for p, before := range n.sysctls {
+		now, err := readSysctl(p)
+		if err != nil || now == before {
+			continue
+		}
+		if err := os.WriteFile(p, []byte(before), 0); err != nil {
+			n.t.Logf("restoring %s to %q: %v", p, strings.TrimSpace(before), err)
+			continue
+		}
+		restored = append(restored, fmt.Sprintf("%s=%s (node: %s)", strings.ReplaceAll(strings.TrimPrefix(p, "/proc/sys/"), "/", "."),
+			strings.Join(strings.Fields(before), " "), strings.Join(strings.Fields(now), " ")))
+	}
+	n.sysctls = nil
+	if len(restored) > 0 {
+		n.t.Logf("node %s: restored the host sysctls it changed: %s", n.name, strings.Join(restored, ", "))
+	}
+	if n.nftWas != nil {
+		var removed []string
+		for table := range n.nftTables() {
+			if n.nftWas[table] {
+				continue
+			}
+			if out, err := exec.Command("chroot", n.root, "nft", "delete", "table", table).CombinedOutput(); err != nil {
+				n.t.Errorf("node %s: removing the packet filter table %q it added to the host: %v %s", n.name, table, err, out)
+			} else {
+				removed = append(removed, table)
+			}
+		}
+		n.nftWas = nil
+		if len(removed) > 0 {
+			n.t.Logf("node %s: removed the packet filter tables it added to the host's network namespace: %v", n.name, removed)
+		}
+	}
+}
+
+// nftTables lists the nftables tables of the host's network namespace ("ip filter", ...), with the node's nft.
+func (n *node) nftTables() map[string]bool {
+	out, err := exec.Command("chroot", n.root, "nft", "list", "tables").CombinedOutput()
+	if err != nil {
+		n.t.Logf("listing packet filter tables: %v %s", err, out)
+		return nil
+	}
+	tables := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "table "); ok {
+			tables[name] = true
+		}
+	}
+	return tables
+}
+
+// unitState is one unit's `systemctl show` properties.
+type unitState map[string]string
+
+func (u unitState) active() bool { return u["ActiveState"] == "active" }
+
+// restarts is how often systemd restarted the unit after a failure.
+func (u unitState) restarts() int { n, _ := strconv.Atoi(u["NRestarts"]); return n }
+
+// failedOnce reports whether the unit's main process has failed at least once (it may be waiting for its
+// restart).
+func (u unitState) failedOnce() bool {
+	return u["ActiveState"] == "failed" || u.restarts() > 0 || (u["Result"] != "" && u["Result"] != "success")
+}
+
+func (u unitState) String() string {
+	return fmt.Sprintf("%s/%s result=%s restarts=%s exit=%s enablement=%s", u["ActiveState"], u["SubState"], u["Result"], u["NRestarts"], u["ExecMainStatus"], u["UnitFileState"])
+}
+
+// parseShow parses `systemctl show` output for several units (blocks separated by empty lines).
+func parseShow(s string) map[string]unitState {
+	out := map[string]unitState{}
+	cur := unitState{}
+	flush := func() {
+		if id := cur["Id"]; id != "" {
+			out[id] = cur
+		}
+		cur = unitState{}
+	}
+	for _, line := range strings.Split(s, "\n") {
+		if strings.TrimSpace(line) == "" {
+			flush()
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok {
+			cur[k] = v
+		}
+	}
+	flush()
+	return out
+}
+
+// report is what the node saved before it powered off.
+type report struct {
+	dir      string
+	complete bool
+	units    map[string]unitState
+	failed   []string
+	journal  string
+	console  string
+	node     *node
+}
+
+func readReport(t *testing.T, n *node) *report {
+	r := &report{dir: filepath.Join(n.dir, "report"), node: n}
+	_, err := os.Stat(filepath.Join(r.dir, "complete"))
+	r.complete = err == nil
+	r.units = parseShow(r.file("units.show"))
+	for _, line := range strings.Split(r.file("failed.txt"), "\n") {
+		if f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "●")); len(f) > 0 {
+			r.failed = append(r.failed, f[0])
+		}
+	}
+	r.journal = r.file("journal.txt")
+	if c, err := os.ReadFile(n.console); err == nil {
+		r.console = string(c)
+	}
+	if !r.complete {
+		// The node died before it could report (killed by timeout): read its persistent journal directly.
+		out, _ := exec.Command("journalctl", "-D", filepath.Join(n.root, "var/log/journal"), "--no-pager", "-o", "short-precise").CombinedOutput()
+		r.journal = string(out)
+		t.Errorf("node %s: no complete report in %s (nspawn: %v); journal read from the rootfs", n.name, r.dir, n.waitErr)
+	}
+	return r
+}
+
+func (r *report) file(name string) string {
+	data, err := os.ReadFile(filepath.Join(r.dir, name))
+	if err != nil {
+		return ""
+	}
+	return string(data)
+}
+
+// unitJournal is the journal of one unit.
+func (r *report) unitJournal(unit string) string {
+	if j := r.file("journal-" + unit + ".txt"); j != "" {
+		return j
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(r.journal, "\n") {
+		if strings.Contains(line, unit) || strings.Contains(line, strings.TrimSuffix(unit, ".service")+"[") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// diagnose prints where to look when a node check failed: the failing units with their journals, the
+// cloud-init status and the paths of the full journal and report.
+func (r *report) diagnose(t *testing.T, focus ...string) {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "node %s diagnostics\n  report:  %s\n  journal: %s\n  console: %s\n", r.node.name, r.dir, filepath.Join(r.dir, "journal.txt"), r.node.console)
+	fmt.Fprintf(&b, "  system state: %s", r.file("system-state.txt"))
+	fmt.Fprintf(&b, "  failed units: %v\n", r.failed)
+	for _, u := range sortedKeys(r.units) {
+		fmt.Fprintf(&b, "  %-32s %s\n", u, r.units[u])
+	}
+	fmt.Fprintf(&b, "--- cloud-init status --long ---\n%s", r.file("cloud-init-status.txt"))
+	if res := r.file("result.json"); res != "" {
+		fmt.Fprintf(&b, "--- /run/cloud-init/result.json ---\n%s\n", res)
+	}
+	seen := map[string]bool{}
+	for _, u := range append(append([]string{}, focus...), r.failed...) {
+		if seen[u] {
+			continue
+		}
+		seen[u] = true
+		fmt.Fprintf(&b, "--- journal of %s (last 40 lines; %s) ---\n%s", u, filepath.Join(r.dir, "journal-"+u+".txt"), tail(r.unitJournal(u), 40))
+	}
+	if !r.complete {
+		fmt.Fprintf(&b, "--- console (last 30 lines) ---\n%s", tail(r.console, 30))
+		fmt.Fprintf(&b, "--- journal (last 60 lines) ---\n%s", tail(r.journal, 60))
+	}
+	t.Log(b.String())
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// fileInRoot describes a file of the node's rootfs.
+type fileInRoot struct {
+	mode    os.FileMode
+	content []byte
+	exists  bool
+}
+
+func (n *node) file(path string) fileInRoot {
+	p := filepath.Join(n.root, path)
+	info, err := os.Lstat(p)
+	if err != nil {
+		return fileInRoot{}
+	}
+	data, _ := os.ReadFile(p)
+	return fileInRoot{mode: info.Mode(), content: data, exists: true}
+}
+
+// enabledIn reports whether the unit is enabled in the node's rootfs: a symlink to it in some *.wants
+// directory of /etc/systemd/system (what `systemctl enable` creates for WantedBy=).
+func (n *node) enabledIn(unit string) (bool, string) {
+	matches, _ := filepath.Glob(filepath.Join(n.root, "etc/systemd/system/*.wants", unit))
+	if len(matches) == 0 {
+		return false, ""
+	}
+	rel, _ := filepath.Rel(n.root, matches[0])
+	return true, "/" + rel
+}
+
+// masked reports whether the unit is masked (a symlink to /dev/null in /etc/systemd/system).
+func (n *node) masked(unit string) bool {
+	target, err := os.Readlink(filepath.Join(n.root, "etc/systemd/system", unit))
+	return err == nil && target == "/dev/null"
+}
+
+var ansi = regexp.MustCompile(`\x1b\[[0-9;]*m`)
+
+func grepLines(s, pattern string) []string {
+	re := regexp.MustCompile(pattern)
+	var out []string
+	for _, line := range strings.Split(ansi.ReplaceAllString(s, ""), "\n") {
+		if re.MatchString(line) {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// run runs a command with a timeout and returns its combined output.
+func run(ctx context.Context, timeout time.Duration, name string, args ...string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
