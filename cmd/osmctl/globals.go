@@ -11,15 +11,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
+	"github.com/osmhq/osm/host/oci"
 	"github.com/osmhq/osm/host/plugin"
-	"github.com/osmhq/osm/host/pluginsource"
+	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
+	"github.com/osmhq/osm/sdk/runtime"
 )
 
-// globals are the settings every command shares.
+// globals are the settings every command shares, and what a run must release when it ends.
 type globals struct {
 	cacheDir string
 	verbose  bool
+
+	closers []func()
 }
 
 func (g *globals) addFlags(cmd *cobra.Command) {
@@ -31,6 +35,14 @@ func (g *globals) addFlags(cmd *cobra.Command) {
 	cmd.PersistentFlags().BoolVarP(&g.verbose, "verbose", "v", false, "Log plugin output and compilation to stderr.")
 }
 
+// close releases what the commands of this run opened (plugin runtimes), newest first.
+func (g *globals) close() {
+	for i := len(g.closers) - 1; i >= 0; i-- {
+		g.closers[i]()
+	}
+	g.closers = nil
+}
+
 func (g *globals) logger(w io.Writer) logr.Logger {
 	if !g.verbose {
 		return logr.Discard()
@@ -38,20 +50,63 @@ func (g *globals) logger(w io.Writer) logr.Logger {
 	return funcr.New(func(prefix, args string) { _, _ = io.WriteString(w, prefix+args+"\n") }, funcr.Options{Verbosity: 1})
 }
 
-// manager returns a plugin manager with the embedded default plugins and production limits.
-func (g *globals) manager(cmd *cobra.Command) (*plugin.Manager, error) {
-	m, err := plugin.New(plugin.Config{CacheDir: g.cacheDir}, plugins.Builtin(), prometheus.NewRegistry(), g.logger(cmd.ErrOrStderr()))
+// subCacheDir is a directory below the cache directory, "" when caching is off.
+func (g *globals) subCacheDir(name string) string {
+	if g.cacheDir == "" {
+		return ""
+	}
+	return filepath.Join(g.cacheDir, name)
+}
+
+// manager returns a plugin manager with the embedded default plugins, production limits, and the registry
+// settings of reg for plugin images: the same code path the controller resolves plugins with.
+func (g *globals) manager(cmd *cobra.Command, reg *registryFlags) (*plugin.Manager, error) {
+	rc, err := reg.registryConfig()
 	if err != nil {
 		return nil, err
 	}
-	cobra.OnFinalize(func() { _ = m.Close(context.Background()) })
+	m, err := plugin.New(plugin.Config{CacheDir: g.cacheDir, Registry: rc}, plugins.Builtin(), prometheus.NewRegistry(), g.logger(cmd.ErrOrStderr()))
+	if err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, func() { _ = m.Close(context.Background()) })
 	return m, nil
 }
 
-func (g *globals) source(cmd *cobra.Command) (*pluginsource.Source, error) {
-	m, err := g.manager(cmd)
+// source returns the plugin source for render and lint: built-in plugins, and plugin images pulled with the
+// credentials of the local docker config.
+func (g *globals) source(cmd *cobra.Command, reg *registryFlags) (render.PluginSource, error) {
+	m, err := g.manager(cmd, reg)
 	if err != nil {
 		return nil, err
 	}
-	return &pluginsource.Source{Manager: m}, nil
+	return &cliSource{manager: m, registry: reg}, nil
+}
+
+// runtime returns a plugin runtime with the controller's production limits (sdk/runtime's defaults), for
+// running modules that are not referenced by a profile.
+func (g *globals) runtime(cmd *cobra.Command) (*runtime.Runtime, error) {
+	log := g.logger(cmd.ErrOrStderr())
+	rt, err := runtime.New(runtime.Config{
+		CacheDir: g.subCacheDir("wazero"),
+		Hooks: runtime.Hooks{Output: func(e runtime.OutputEvent) {
+			log.Info("plugin output", "plugin", e.Plugin, "export", e.Export, "stream", e.Stream, "output", e.Text)
+		}},
+	})
+	if err != nil {
+		return nil, err
+	}
+	g.closers = append(g.closers, func() { _ = rt.Close(context.Background()) })
+	return rt, nil
+}
+
+// ociClient returns a registry client with the settings of reg, caching verified blobs like the controller.
+func (g *globals) ociClient(reg *registryFlags) (*oci.Client, error) {
+	opts, err := reg.options()
+	if err != nil {
+		return nil, err
+	}
+	opts.CacheDir = g.subCacheDir("oci")
+	opts.UserAgent = "osmctl"
+	return oci.NewClient(opts)
 }

@@ -14,20 +14,22 @@ import (
 func newLintCommand(g *globals) *cobra.Command {
 	var files []string
 	var node render.NodeFlags
+	var registry registryFlags
 	cmd := &cobra.Command{
 		Use:   "lint -f profile.yaml [-f other.yaml ...]",
 		Short: "Check OperatingSystemProfiles the way the admission webhook does, offline.",
 		Long: `lint checks each profile: its fields, that every template parses and renders, that its plugin resolves
 and supports the profile's OS, version, provisioning utility and cloud providers, and that a sample machine of
 every supported cloud provider renders, with a bootstrap stage small enough for every provider. Each problem is
-printed on one line that names the field; the exit status is 1 when any profile has a problem.`,
+printed on one line that names the field; the exit status is 1 when any profile has a problem. Plugin images
+are pulled with the credentials of the local docker config and the --plugin-registry-* settings.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			settings, err := node.Settings(render.DefaultSettings())
 			if err != nil {
 				return err
 			}
-			src, err := g.source(cmd)
+			src, err := g.source(cmd, &registry)
 			if err != nil {
 				return err
 			}
@@ -61,5 +63,6 @@ printed on one line that names the field; the exit status is 1 when any profile 
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	node.AddFlags(gofs)
 	cmd.Flags().AddGoFlagSet(gofs)
+	registry.addFlags(cmd.Flags(), "plugin-")
 	return cmd
 }

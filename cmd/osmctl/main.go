@@ -1,40 +1,111 @@
-// Command osmctl is OSM's CLI for operators and plugin authors: offline rendering, profile linting and plugin
-// OCI tooling. Everything it does works without a cluster.
+// Command osmctl is OSM's CLI for operators and plugin authors: offline rendering, profile linting, diffs between
+// profile versions and plugin OCI tooling. Everything it does works without a cluster.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
-		var exit exitError
-		if errors.As(err, &exit) {
-			os.Exit(exit.code)
-		}
-		fmt.Fprintln(os.Stderr, "osmctl: "+err.Error())
-		os.Exit(1)
-	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// exitError ends the program with a code after the command already reported what went wrong.
-type exitError struct{ code int }
+// annotationErrorExitCode on a command sets the exit status of its errors (diff uses 2, like diff(1)).
+const annotationErrorExitCode = "osmctl/error-exit-code"
 
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+// exitError ends the program with a code. Without err the command has already reported what went wrong.
+type exitError struct {
+	code int
+	err  error
+}
 
-func newRootCommand() *cobra.Command {
+func (e exitError) Error() string {
+	if e.err != nil {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("exit status %d", e.code)
+}
+
+func (e exitError) Unwrap() error { return e.err }
+
+// detailedError is a one-line error with supporting text (a plugin's stderr) printed after it.
+type detailedError struct {
+	err    error
+	detail string
+}
+
+func (e *detailedError) Error() string { return e.err.Error() }
+func (e *detailedError) Unwrap() error { return e.err }
+
+// run executes osmctl with args and returns the exit status. Errors are printed as one line on stderr.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{}
+	defer g.close()
+	root := newRootCommand(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	cmd, err := root.ExecuteContextC(ctx)
+	if err == nil {
+		return 0
+	}
+	code := 1
+	if cmd != nil {
+		if c, err := strconv.Atoi(cmd.Annotations[annotationErrorExitCode]); err == nil {
+			code = c
+		}
+	}
+	var exit exitError
+	if errors.As(err, &exit) {
+		if exit.err == nil {
+			return exit.code
+		}
+		code = exit.code
+	}
+	fmt.Fprintln(stderr, "osmctl: "+oneLine(err.Error()))
+	var detailed *detailedError
+	if errors.As(err, &detailed) && detailed.detail != "" {
+		for _, line := range strings.Split(strings.TrimRight(detailed.detail, "\n"), "\n") {
+			fmt.Fprintln(stderr, "    "+line)
+		}
+	}
+	return code
+}
+
+// oneLine joins the lines of a message, so every error is one line an operator can grep for.
+func oneLine(s string) string {
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, "; ")
+}
+
+func newRootCommand(g *globals) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "osmctl",
-		Short:         "Render, lint and ship OSM operating system profiles and plugins, offline.",
+		Use:   "osmctl",
+		Short: "Render, lint, diff and ship OSM operating system profiles and plugins, offline.",
+		Long: `osmctl renders and checks OperatingSystemProfiles exactly as the OSM controller does, shows what a new
+profile version changes on nodes, and builds, runs, publishes and mirrors OS plugins. It needs no cluster:
+the default profiles and plugins are embedded, and plugin images come from OCI registries or files.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	g.addFlags(root)
-	root.AddCommand(newRenderCommand(g), newLintCommand(g))
+	root.AddCommand(newRenderCommand(g), newLintCommand(g), newDiffCommand(g), newPluginCommand(g))
 	return root
 }

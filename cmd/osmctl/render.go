@@ -26,6 +26,7 @@ type renderOptions struct {
 	mdFile, ospFile, stage, output, server, caFile string
 	bootstrapToken, provisioningToken              string
 	node                                           render.NodeFlags
+	registry                                       registryFlags
 }
 
 func newRenderCommand(g *globals) *cobra.Command {
@@ -38,7 +39,9 @@ func newRenderCommand(g *globals) *cobra.Command {
 
 Without --osp, the embedded default profile for the MachineDeployment's OS is used (or the one its
 k8c.io/operating-system-profile annotation names). Credentials stay placeholders unless given with
---bootstrap-token and --provisioning-token; without --ca-file an example CA is used.`,
+--bootstrap-token and --provisioning-token; without --ca-file an example CA is used. A profile's plugin image
+(spec.plugin.image) is pulled with the credentials of the local docker config and the --plugin-registry-*
+settings.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, g) },
 	}
@@ -54,6 +57,7 @@ k8c.io/operating-system-profile annotation names). Credentials stay placeholders
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
+	o.registry.addFlags(f, "plugin-")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -79,7 +83,7 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 		}
 		ca = string(data)
 	}
-	src, err := g.source(cmd)
+	src, err := g.source(cmd, &o.registry)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// pluginCommon is what the plugin subcommands share: the globals and the registry flags.
+type pluginCommon struct {
+	g        *globals
+	registry registryFlags
+}
+
+func newPluginCommand(g *globals) *cobra.Command {
+	p := &pluginCommon{g: g}
+	cmd := &cobra.Command{
+		Use:   "plugin",
+		Short: "Run, inspect, publish and mirror OS plugins (WebAssembly modules shipped as OCI artifacts).",
+		Long: `plugin works with OSM plugins: WebAssembly modules built with the SDK (sdk/README.md) and shipped through OCI
+registries in the CNCF wasm artifact layout. A PLUGIN argument is a module file (name.wasm) or an OCI
+reference (registry.example.com/osm/name:tag or @sha256:...).
+
+Every subcommand that talks to a registry reads credentials from the docker config (docker login, credential
+helpers included): --registry-config, else $DOCKER_CONFIG/config.json, else ~/.docker/config.json.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+	}
+	p.registry.addFlags(cmd.PersistentFlags(), "")
+	cmd.AddCommand(
+		newPluginRunCommand(p),
+		newPluginInspectCommand(p),
+		newPluginPushCommand(p),
+		newPluginPullCommand(p),
+		newPluginSaveCommand(p),
+		newPluginLoadCommand(p),
+		newPluginMirrorCommand(p),
+	)
+	return cmd
+}
+
+// pluginModule is a plugin named on the command line, loaded into the sandbox with production limits.
+type pluginModule struct {
+	Module *runtime.Module
+	// Wasm is the module's bytes.
+	Wasm []byte
+	// Source is the file, or the reference pinned by digest.
+	Source string
+	// Artifact is the pulled artifact; nil for a file.
+	Artifact *oci.Artifact
+}
+
+// isFileArg tells a module file from an OCI reference: an existing path, or anything that looks like one.
+func isFileArg(arg string) bool {
+	if _, err := os.Stat(arg); err == nil {
+		return true
+	}
+	return strings.HasSuffix(arg, ".wasm") || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../")
+}
+
+// fetch reads the module bytes of arg, from a file or a registry.
+func (p *pluginCommon) fetch(ctx context.Context, arg string) (*pluginModule, error) {
+	if isFileArg(arg) {
+		wasm, err := readModuleFile(arg)
+		if err != nil {
+			return nil, err
+		}
+		return &pluginModule{Wasm: wasm, Source: arg}, nil
+	}
+	client, err := p.g.ociClient(&p.registry)
+	if err != nil {
+		return nil, err
+	}
+	art, err := client.Pull(ctx, arg)
+	if err != nil {
+		return nil, p.registry.explain(err)
+	}
+	return &pluginModule{Wasm: art.Module, Source: art.Reference, Artifact: art}, nil
+}
+
+// load fetches arg and loads it into a runtime with the controller's limits; the runtime checks the ABI
+// version, the metadata and the required exports.
+func (p *pluginCommon) load(cmd *cobra.Command, arg string) (*pluginModule, error) {
+	pm, err := p.fetch(cmd.Context(), arg)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := p.g.runtime(cmd)
+	if err != nil {
+		return nil, err
+	}
+	name := arg
+	if pm.Artifact != nil {
+		name, _, _ = strings.Cut(pm.Artifact.Reference, "@")
+	}
+	if pm.Module, err = rt.Load(cmd.Context(), name, pm.Wasm); err != nil {
+		return nil, pluginError(err)
+	}
+	return pm, nil
+}
+
+var wasmMagic = []byte("\x00asm")
+
+func readModuleFile(path string) ([]byte, error) {
+	wasm, err := os.ReadFile(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("plugin module %s does not exist", path)
+	case err != nil:
+		return nil, fmt.Errorf("reading plugin module: %w", err)
+	case !bytes.HasPrefix(wasm, wasmMagic):
+		return nil, fmt.Errorf("%s is not a WebAssembly module (it does not start with \\0asm); build plugins with GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared", path)
+	}
+	return wasm, nil
+}
+
+// pluginError formats a sandbox failure as one line naming the plugin, its digest, the export and the reason,
+// with the guest's output (where a Go panic's stack goes) as detail.
+func pluginError(err error) error {
+	var re *runtime.Error
+	if !errors.As(err, &re) {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "plugin %q", re.Plugin)
+	if re.Digest != "" {
+		fmt.Fprintf(&b, " (%s)", runtime.ShortDigest(re.Digest))
+	}
+	if re.Export != "" {
+		b.WriteString(" " + re.Export)
+	}
+	fmt.Fprintf(&b, " failed: %s", re.Reason)
+	if re.Detail != "" {
+		b.WriteString(": " + oneLine(re.Detail))
+	}
+	out := &detailedError{err: errors.New(b.String())}
+	if re.Stderr != "" && re.Reason != runtime.ReasonPluginError {
+		out.detail = "plugin stderr:\n" + re.Stderr
+	}
+	return out
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"os"
+
+	"oras.land/oras-go/v2/registry"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/errcode"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/pluginsource"
+	"github.com/osmhq/osm/host/render"
+)
+
+// flagSet is the part of a cobra command's flag set the option structs register on.
+type flagSet interface {
+	StringVar(p *string, name, value, usage string)
+	BoolVar(p *bool, name string, value bool, usage string)
+}
+
+// registryFlags are how osmctl reaches OCI registries: credentials from a docker config file (credential
+// helpers included), extra CAs, and the TLS escape hatches for labs.
+type registryFlags struct {
+	configFile string
+	caFile     string
+	insecure   bool
+	plainHTTP  bool
+
+	// names of the flags, for messages
+	configFlag, caFlag, insecureFlag, plainHTTPFlag string
+}
+
+// addFlags registers the flags. The plugin commands use them unprefixed (--registry-config, --ca-file, ...);
+// render, lint and diff prefix them with "plugin-" (--plugin-registry-config, --plugin-registry-ca-file, ...)
+// because their own flags already speak of the cluster's CA.
+func (r *registryFlags) addFlags(fs flagSet, prefix string) {
+	name := func(s string) string {
+		if prefix == "" {
+			return s
+		}
+		return prefix + "registry-" + s
+	}
+	r.configFlag, r.caFlag, r.insecureFlag, r.plainHTTPFlag = prefix+"registry-config", name("ca-file"), name("insecure-skip-tls-verify"), name("plain-http")
+	fs.StringVar(&r.configFile, r.configFlag, "", "Docker config file with registry credentials, credential helpers included (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json).")
+	fs.StringVar(&r.caFile, r.caFlag, "", "PEM file with CA certificates to trust for registries, in addition to the system's.")
+	fs.BoolVar(&r.insecure, r.insecureFlag, false, "Do not verify registry certificates (labs only).")
+	fs.BoolVar(&r.plainHTTP, r.plainHTTPFlag, false, "Talk plain HTTP to registries instead of HTTPS (labs and in-cluster mirrors).")
+}
+
+// dockerConfigFile is the docker config to read: the flag's file, which must exist, or the default one,
+// which may be missing (no credentials).
+func (r *registryFlags) dockerConfigFile() (string, error) {
+	if r.configFile == "" {
+		return oci.DefaultDockerConfigFile(), nil
+	}
+	if _, err := os.Stat(r.configFile); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("--%s: %s does not exist", r.configFlag, r.configFile)
+		}
+		return "", fmt.Errorf("--%s: %w", r.configFlag, err)
+	}
+	return r.configFile, nil
+}
+
+func (r *registryFlags) caBundle() ([]byte, error) {
+	if r.caFile == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(r.caFile)
+	if err != nil {
+		return nil, fmt.Errorf("registry CA file: %w", err)
+	}
+	return data, nil
+}
+
+// options are the settings for an oci.Client.
+func (r *registryFlags) options() (oci.Options, error) {
+	file, err := r.dockerConfigFile()
+	if err != nil {
+		return oci.Options{}, err
+	}
+	ca, err := r.caBundle()
+	if err != nil {
+		return oci.Options{}, err
+	}
+	return oci.Options{DockerConfigFile: file, CABundle: ca, InsecureSkipTLSVerify: r.insecure, PlainHTTP: r.plainHTTP}, nil
+}
+
+// registryConfig is the plugin manager's view of the same settings; credentials travel per reference.
+func (r *registryFlags) registryConfig() (plugin.RegistryConfig, error) {
+	if _, err := r.dockerConfigFile(); err != nil {
+		return plugin.RegistryConfig{}, err
+	}
+	ca, err := r.caBundle()
+	if err != nil {
+		return plugin.RegistryConfig{}, err
+	}
+	return plugin.RegistryConfig{CABundle: ca, InsecureSkipTLSVerify: r.insecure, PlainHTTP: r.plainHTTP}, nil
+}
+
+// explain adds the fix to registry errors that osmctl's flags or the docker config can fix.
+func (r *registryFlags) explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	file, _ := r.dockerConfigFile()
+	var (
+		resp    *errcode.ErrorResponse
+		unknown x509.UnknownAuthorityError
+		invalid x509.CertificateInvalidError
+		host    x509.HostnameError
+	)
+	switch {
+	case errors.Is(err, auth.ErrBasicCredentialNotFound):
+		return fmt.Errorf("%w: the registry requires credentials and %s has none for it; run docker login or pass --%s", err, file, r.configFlag)
+	case errors.As(err, &resp) && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden):
+		return fmt.Errorf("%w: check the credentials for %s in %s", err, resp.URL.Host, file)
+	case errors.Is(err, http.ErrSchemeMismatch):
+		return fmt.Errorf("%w: the registry speaks plain HTTP; pass --%s", err, r.plainHTTPFlag)
+	case errors.As(err, &unknown), errors.As(err, &invalid), errors.As(err, &host):
+		return fmt.Errorf("%w: trust the registry's CA with --%s (or, in a lab, --%s)", err, r.caFlag, r.insecureFlag)
+	}
+	return err
+}
+
+// localDockerConfig names the pull secret osmctl hands the plugin manager: there is no cluster to read a
+// profile's pullSecret from, so every image is pulled with the local docker config's credentials.
+const localDockerConfig = "local docker config"
+
+// cliSource resolves profile plugins like the controller (pluginsource over a plugin.Manager), with registry
+// credentials from the docker config instead of pull Secrets.
+type cliSource struct {
+	manager  *plugin.Manager
+	registry *registryFlags
+}
+
+var _ render.PluginSource = (*cliSource)(nil)
+
+func (s *cliSource) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
+	if ref.Image == "" {
+		return (&pluginsource.Source{Manager: s.manager}).Resolve(ctx, namespace, ref)
+	}
+	creds, err := s.credentials(ctx, ref.Image)
+	if err != nil {
+		return nil, &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: fmt.Errorf("plugin %s: %w", ref.Image, err)}
+	}
+	withCreds := *ref
+	withCreds.PullSecret = localDockerConfig
+	src := &pluginsource.Source{Manager: s.manager, PullSecret: func(context.Context, string, string) ([]byte, error) { return creds, nil }}
+	p, err := src.Resolve(ctx, namespace, &withCreds)
+	var re *render.Error
+	if errors.As(err, &re) {
+		re.Err = s.registry.explain(re.Err)
+	}
+	return p, err
+}
+
+// credentials returns the docker config's credentials for the image's registry, as pull Secret content.
+func (s *cliSource) credentials(ctx context.Context, image string) ([]byte, error) {
+	file, err := s.registry.dockerConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	ref, err := registry.ParseReference(image)
+	if err != nil {
+		// The manager reports the malformed reference itself, naming the field.
+		return []byte(`{"auths":{}}`), nil
+	}
+	return oci.DockerConfigFor(ctx, file, ref.Registry)
+}
