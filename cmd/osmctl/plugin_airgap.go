@@ -45,11 +45,16 @@ another registry under the same digests. Prints the saved references, pinned by 
 			if err != nil {
 				return p.registry.explain(err)
 			}
+			printed := map[string]bool{}
 			for _, ref := range refs {
 				pinned, _, err := client.Resolve(cmd.Context(), ref)
 				if err != nil {
 					return p.registry.explain(err)
 				}
+				if printed[pinned] {
+					continue // a tag and a digest of the same artifact
+				}
+				printed[pinned] = true
 				if output == "-" {
 					fmt.Fprintln(cmd.ErrOrStderr(), "osmctl: saved "+pinned)
 				} else {
@@ -57,7 +62,7 @@ another registry under the same digests. Prints the saved references, pinned by 
 				}
 			}
 			if output != "-" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: saved %d plugin artifact(s) to %s\n", len(refs), output)
+				fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: saved %d plugin artifact(s) to %s\n", len(printed), output)
 			}
 			return nil
 		},
@@ -122,7 +127,8 @@ only needs its registry host (and prefix) replaced to use the mirror.`,
 			if err != nil {
 				return p.registry.explain(err)
 			}
-			for _, ref := range pushed {
+			slices.Sort(pushed)
+			for _, ref := range slices.Compact(pushed) {
 				fmt.Fprintln(cmd.OutOrStdout(), ref)
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: loaded %d plugin artifact(s) into %s\n", len(pushed), target)
