@@ -142,7 +142,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		Settings:     settings,
 		ClusterInfo:  cachedClusterInfo(worker.GetAPIReader(), workerCfg.CAData, settings.KubernetesCACert),
 		RegistryAuth: auth,
-		Recorder:     worker.GetEventRecorderFor("operating-system-manager"),
+		Recorder:     worker.GetEventRecorderFor("operating-system-manager"), //nolint:staticcheck // the reconcilers record through record.EventRecorder
 		Build:        o.Build,
 		StalledRetry: 10 * time.Minute,
 	}
@@ -157,7 +157,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if !o.DisableDefaultOSPs {
 		defaults = o.Defaults
 	}
-	ospReconciler := &osp.Reconciler{Client: mgr.GetClient(), Plugins: source, Recorder: mgr.GetEventRecorderFor("operating-system-manager"),
+	ospReconciler := &osp.Reconciler{Client: mgr.GetClient(), Plugins: source, Recorder: mgr.GetEventRecorderFor("operating-system-manager"), //nolint:staticcheck // see above
 		Namespace: settings.Namespace, Defaults: defaults}
 	if err := ospReconciler.SetupWithManager(mgr); err != nil {
 		return nil, err
@@ -216,7 +216,7 @@ func pullSecrets(c client.Reader) pluginsource.PullSecretFunc {
 		}
 		data, ok := s.Data[corev1.DockerConfigJsonKey]
 		if !ok {
-			return nil, fmt.Errorf("Secret %s/%s has no %s key", namespace, name, corev1.DockerConfigJsonKey)
+			return nil, fmt.Errorf("pull Secret %s/%s has no %s key", namespace, name, corev1.DockerConfigJsonKey)
 		}
 		return data, nil
 	}

@@ -61,7 +61,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		}
 		// The bootstrap user-data carries a working, scoped credential instead of a placeholder.
 		token := string(boot.Data[osc.KeyProvisioningToken])
-		if token == "" || !strings.Contains(string(decodeBootstrapScript(t, boot)), "Bearer "+token) {
+		if token == "" || !strings.Contains(decodeBootstrapScript(t, boot), "Bearer "+token) {
 			t.Errorf("bootstrap user-data does not carry the provisioning token")
 		}
 		got := &osmv1alpha1.OperatingSystemConfig{}

@@ -112,7 +112,7 @@ func TestDeployManifests(t *testing.T) {
 	}
 	eventually(t, wait, "cleanup with the deploy/ RBAC", func() error {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(md), &clusterv1alpha1.MachineDeployment{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("MachineDeployment still there: %v", err)
+			return fmt.Errorf("MachineDeployment still there: %w", err)
 		}
 		return nil
 	})

@@ -63,7 +63,7 @@ func TestWorkerMode(t *testing.T) {
 	}
 	eventually(t, wait, "cleanup in both clusters", func() error {
 		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "remote-kube-system-config"}, &osmv1alpha1.OperatingSystemConfig{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("OSC still there: %v", err)
+			return fmt.Errorf("OSC still there: %w", err)
 		}
 		if err := worker.Client.Get(ctx, client.ObjectKeyFromObject(md), md); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("MachineDeployment still there")

@@ -41,9 +41,9 @@ func (i *Issuer) BootstrapToken(ctx context.Context, md *clusterv1alpha1.Machine
 	s := &corev1.Secret{}
 	err := i.Client.Get(ctx, key, s)
 	if apierrors.IsNotFound(err) {
-		tok, err := i.createBootstrapToken(ctx, md, key, now.Add(ttl).UTC().Truncate(time.Second))
-		if !apierrors.IsAlreadyExists(err) {
-			return tok, err
+		tok, createErr := i.createBootstrapToken(ctx, md, key, now.Add(ttl).UTC().Truncate(time.Second))
+		if !apierrors.IsAlreadyExists(createErr) {
+			return tok, createErr
 		}
 		// The cache had not seen our own earlier create yet; read past it.
 		err = i.reader().Get(ctx, key, s)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -38,7 +39,6 @@ const (
 	containerd    = "containerd.service"
 	caPath        = "/etc/kubernetes/pki/ca.crt"
 	setupDone     = "/var/lib/osm/setup.done"
-	kubeletCert   = "/var/lib/kubelet/pki/kubelet-client-current.pem"
 	kubeletConfig = "/var/lib/kubelet/kubeconfig"
 )
 
@@ -97,14 +97,28 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 	}
 	t.Logf("CSR %s: username=%s groups=%v signer=%s usages=%v", csr.Name, csr.Spec.Username, csr.Spec.Groups, csr.Spec.SignerName, csr.Spec.Usages)
 
-	// Stretch: approve and sign it as kube-controller-manager would, and follow the kubelet further.
-	c.approveAndSign(t, csr)
-	certErr := n.waitUntil("the kubelet's client certificate "+kubeletCert, 2*time.Minute, func(map[string]unitState) (bool, error) {
-		return n.file(kubeletCert).exists, nil
+	// Stretch: approve and sign the kubelet's CSRs as kube-controller-manager would (every pending one: a
+	// kubelet that restarted asks again with a new key), and follow the kubelet further.
+	kubeletCert := filepath.Join(kubeletCertDir(n), "kubelet-client-current.pem")
+	certErr := n.waitUntil("the kubelet's client certificate "+kubeletCert, 3*time.Minute, func(map[string]unitState) (bool, error) {
+		if n.file(kubeletCert).exists {
+			return true, nil
+		}
+		csrs, err := c.csrsBy(bootstrapUser)
+		if err != nil {
+			return false, nil
+		}
+		for i := range csrs {
+			if len(csrs[i].Status.Certificate) == 0 {
+				c.approveAndSign(t, &csrs[i])
+				t.Logf("approved and signed CSR %s", csrs[i].Name)
+			}
+		}
+		return false, nil
 	})
 	var registered *corev1.Node
 	if certErr == nil {
-		_ = n.waitUntil("Node "+nodeName+" registered", 90*time.Second, func(map[string]unitState) (bool, error) {
+		_ = n.waitUntil("Node "+nodeName+" registered", 2*time.Minute, func(map[string]unitState) (bool, error) {
 			var node corev1.Node
 			if c.c.Get(context.Background(), client.ObjectKey{Name: nodeName}, &node) == nil {
 				registered = &node
@@ -213,33 +227,39 @@ func checkProvisioningFiles(t *testing.T, c *cluster, md *clusterv1alpha1.Machin
 	if err := c.c.Get(context.Background(), client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(md)}, osc); err != nil {
 		t.Fatal(err)
 	}
+	// Every file of the provisioning Secret (the OSC's files plus the unit files and drop-ins of its units) is on
+	// the node with its mode and content.
 	secretFiles := cloudConfigFiles(t, prov.Data[render.CloudConfigKey])
+	for _, sf := range secretFiles {
+		got := n.file(sf.Path)
+		switch {
+		case !got.exists:
+			t.Errorf("%s: missing on the node", sf.Path)
+		case uint32(got.mode.Perm()) != sf.Mode:
+			t.Errorf("%s: mode %04o on the node, %04o in the provisioning Secret", sf.Path, got.mode.Perm(), sf.Mode)
+		case !bytes.Equal(got.content, sf.Content):
+			t.Errorf("%s: content on the node differs from the provisioning Secret's\n--- node ---\n%s\n--- secret ---\n%s", sf.Path, firstLines(string(got.content), 10), firstLines(string(sf.Content), 10))
+		}
+	}
+	// The Secret carries the OSC's files with the OSC's modes.
 	if len(osc.Spec.ProvisioningConfig.Files) == 0 {
 		t.Fatal("the OSC has no provisioning files")
 	}
 	for _, f := range osc.Spec.ProvisioningConfig.Files {
-		want := permissions(f.Permissions)
-		got := n.file(f.Path)
-		switch {
-		case !got.exists:
-			t.Errorf("%s: missing on the node", f.Path)
-			continue
-		case got.mode.Perm() != want:
-			t.Errorf("%s: mode %04o on the node, the OSC says %04o", f.Path, got.mode.Perm(), want)
-		}
 		sf := fileByPath(secretFiles, f.Path)
-		if sf == nil {
+		switch {
+		case sf == nil:
 			t.Errorf("%s: in the OSC but not in the provisioning Secret", f.Path)
-			continue
-		}
-		if !bytes.Equal(got.content, sf.Content) {
-			t.Errorf("%s: content on the node differs from the provisioning Secret's\n--- node ---\n%s\n--- secret ---\n%s", f.Path, firstLines(string(got.content), 10), firstLines(string(sf.Content), 10))
+		case os.FileMode(sf.Mode) != permissions(f.Permissions):
+			t.Errorf("%s: mode %04o in the Secret, the OSC says %04o", f.Path, sf.Mode, permissions(f.Permissions))
 		}
 	}
-	if len(secretFiles) != len(osc.Spec.ProvisioningConfig.Files) {
-		t.Errorf("the provisioning Secret has %d files, the OSC %d", len(secretFiles), len(osc.Spec.ProvisioningConfig.Files))
+	for _, u := range osc.Spec.ProvisioningConfig.Units {
+		if u.Content != nil && *u.Content != "" && fileByPath(secretFiles, "/etc/systemd/system/"+u.Name) == nil {
+			t.Errorf("unit %s: in the OSC but its file is not in the provisioning Secret", u.Name)
+		}
 	}
-	t.Logf("%d provisioning files checked", len(osc.Spec.ProvisioningConfig.Files))
+	t.Logf("%d files of the provisioning Secret (%d files and %d units in the OSC) checked on the node", len(secretFiles), len(osc.Spec.ProvisioningConfig.Files), len(osc.Spec.ProvisioningConfig.Units))
 	// The bootstrap's own files too (the machine name is machine-controller's substitution).
 	for _, f := range osc.Spec.BootstrapConfig.Files {
 		if got := n.file(f.Path); !got.exists || got.mode.Perm() != permissions(f.Permissions) {
@@ -359,12 +379,21 @@ func checkRegistration(t *testing.T, c *cluster, n *node, r *report, certErr err
 	}
 	if registered == nil {
 		lines := grepLines(r.unitJournal(kubeletUnit), `(?i)error|fail`)
-		t.Fatalf("Node %s did not register within 90s of the certificate. kubelet errors:\n%s", nodeName, tail(strings.Join(lines, "\n"), 15))
+		t.Fatalf("Node %s did not register within 2m of the certificate. kubelet errors:\n%s", nodeName, tail(strings.Join(lines, "\n"), 15))
 	}
 	t.Logf("Node %s registered: kubelet %s, conditions %v", registered.Name, registered.Status.NodeInfo.KubeletVersion, registered.Status.Conditions)
 	if registered.Status.NodeInfo.KubeletVersion != harness.KubeVersion {
 		t.Errorf("Node kubeletVersion %q, want %s", registered.Status.NodeInfo.KubeletVersion, harness.KubeVersion)
 	}
+}
+
+// kubeletCertDir is the kubelet's --cert-dir from the node's kubelet.service (the kubelet's default when unset).
+func kubeletCertDir(n *node) string {
+	unit := string(n.file("/etc/systemd/system/" + kubeletUnit).content)
+	if m := regexp.MustCompile(`--cert-dir=(\S+)`).FindStringSubmatch(unit); m != nil {
+		return m[1]
+	}
+	return "/var/lib/kubelet/pki"
 }
 
 // testTamperedBootstrap: a node whose bootstrap names another MachineDeployment's provisioning Secret is

@@ -25,6 +25,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/osmhq/osm/host/testenv"
 )
 
@@ -43,6 +46,8 @@ var harness struct {
 }
 
 func TestMain(m *testing.M) {
+	// controller-runtime's global logger (envtest's messages); the controller logs through its own.
+	ctrllog.SetLogger(logr.Discard())
 	if err := setup(); err != nil {
 		fmt.Fprintf(os.Stderr, "node e2e setup: %v\n", err)
 		os.Exit(1)

@@ -33,6 +33,8 @@ import (
 //   - The node keeps CAP_NET_ADMIN, which nspawn drops unless the container has a network of its own: a VM's
 //     root has it, and osm-setup sets net.* sysctls. Packet filter tables the node adds to the shared network
 //     namespace (the kubelet's canary chains, through iptables-nft) are removed after the boot.
+//   - /dev/kmsg is the host's (read-only, with CAP_SYSLOG to read it): the kubelet's OOM watcher refuses to
+//     start without it, and nspawn provides none.
 //   - /lib/modules/<host kernel>/modules.builtin lists the built-in kernel modules the node loads, as a kernel
 //     package would: the rootfs has no kernel and the host kernel has modules built in, so modprobe needs to
 //     find them there.
@@ -295,7 +297,7 @@ func (n *node) start(lifetime time.Duration) {
 	}
 	script := join.String() + fmt.Sprintf(`mkdir -p /run/systemd
 mount -t tmpfs tmpfs /run/systemd
-exec timeout --kill-after=15 %d systemd-nspawn --quiet --boot --directory=%s --machine=%s --register=no --keep-unit --console=pipe --capability=CAP_NET_ADMIN
+exec timeout --kill-after=15 %d systemd-nspawn --quiet --boot --directory=%s --machine=%s --register=no --keep-unit --console=pipe --capability=CAP_NET_ADMIN,CAP_SYSLOG --bind-ro=/dev/kmsg
 `, int(lifetime.Seconds()), n.root, n.name)
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-euc", script)
 	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1", "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")

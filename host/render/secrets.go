@@ -39,17 +39,6 @@ func (v SecretValues) replacer() *strings.Replacer {
 	)
 }
 
-// values lists the non-empty secret values, to check output for leaks.
-func (v SecretValues) values() []string {
-	var out []string
-	for _, s := range []string{v.BootstrapToken, v.ProvisioningToken, v.CloudConfig, v.RegistryAuth, v.RHSubscriptionPassword} {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // SubstituteSecrets returns a copy of cfg with every placeholder replaced by its value. Encoders run on the
 // result, after substitution, so a file's transport encoding (base64, gzip) can never hide a placeholder.
 func SubstituteSecrets(cfg *abi.NodeConfig, v SecretValues) *abi.NodeConfig {

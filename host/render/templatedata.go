@@ -82,7 +82,7 @@ func (m *machine) templateData(containerRuntimeConfig string) *TemplateData {
 		MachineDeploymentName:         md.Name,
 		MachineDeploymentNS:           md.Namespace,
 	}
-	d.OSConfigs.RhelConfig.RHELSubscriptionManagerPassword = m.rhPasswordPlaceholder()
+	d.RhelConfig.RHELSubscriptionManagerPassword = m.rhPasswordPlaceholder()
 	return d
 }
 

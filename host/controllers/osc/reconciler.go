@@ -103,8 +103,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	if apierrors.IsConflict(err) {
-		return ctrl.Result{Requeue: true}, nil
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		// Our cache was behind our own writes; the next attempt reads what is really there.
+		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	return result, err
 }

@@ -58,7 +58,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 					return managed.Create(event.CreateEvent{Object: e.Object})
 				},
 				UpdateFunc: func(e event.TypedUpdateEvent[*clusterv1alpha1.MachineDeployment]) bool {
-					return managed.Update(event.UpdateEvent{ObjectOld: e.ObjectOld, ObjectNew: e.ObjectNew}) || managed.Create(event.CreateEvent{Object: e.ObjectOld})
+					return (managed.Create(event.CreateEvent{Object: e.ObjectNew}) || managed.Create(event.CreateEvent{Object: e.ObjectOld})) &&
+						renderRelevant(e.ObjectOld, e.ObjectNew)
 				},
 				DeleteFunc:  func(e event.TypedDeleteEvent[*clusterv1alpha1.MachineDeployment]) bool { return false },
 				GenericFunc: func(e event.TypedGenericEvent[*clusterv1alpha1.MachineDeployment]) bool { return true },
