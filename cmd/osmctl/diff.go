@@ -109,11 +109,11 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 		}
 	}
 
-	w := cmd.OutOrStdout()
-	fmt.Fprintf(w, "--- %s: %s\n+++ %s: %s\n", from.file, from.describe(), to.file, to.describe())
+	var w strings.Builder
+	fmt.Fprintf(&w, "--- %s: %s\n+++ %s: %s\n", from.file, from.describe(), to.file, to.describe())
 	changed := false
 	if a, b := from.out.Utility(), to.out.Utility(); a != b {
-		fmt.Fprintf(w, "\nprovisioning utility changed: %s -> %s\n", a, b)
+		fmt.Fprintf(&w, "\nprovisioning utility changed: %s -> %s\n", a, b)
 		changed = true
 	}
 	var summary []string
@@ -125,7 +125,7 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 		}
 		changed = true
 		for _, c := range changes {
-			writeChange(w, stage, c)
+			writeChange(&w, stage, c)
 		}
 		sizes, err := userDataSizes(cmd, stage, from.out, to.out)
 		if err != nil {
@@ -133,20 +133,22 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 		}
 		summary = append(summary, fmt.Sprintf("%s: %d change(s), user-data %s", stage, len(changes), sizes))
 	}
-	fmt.Fprintf(w, "\n%s\n", strings.Join(summary, "; "))
+	fmt.Fprintf(&w, "\n%s\n", strings.Join(summary, "; "))
+	if _, err := io.WriteString(cmd.OutOrStdout(), w.String()); err != nil {
+		return err
+	}
 	if changed {
 		return exitError{code: 1}
 	}
 	return nil
 }
 
-func writeChange(w io.Writer, stage abi.Stage, c change) {
+func writeChange(w *strings.Builder, stage abi.Stage, c change) {
 	fmt.Fprintf(w, "\n%s: %s %s", stage, c.object, c.kind)
 	if len(c.notes) > 0 {
 		fmt.Fprintf(w, " (%s)", strings.Join(c.notes, ", "))
 	}
-	fmt.Fprintln(w)
-	_, _ = io.WriteString(w, c.patch)
+	w.WriteString("\n" + c.patch)
 }
 
 // describe names the profile version and what rendered it.

@@ -110,11 +110,10 @@ type testRegistry struct {
 func newRegistry(t *testing.T, wrap func(http.Handler) http.Handler) *testRegistry {
 	t.Helper()
 	r := &testRegistry{}
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	inner := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	if wrap != nil {
-		h = wrap(h)
+		inner = wrap(inner)
 	}
-	inner := h
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.requests.Add(1)
 		inner.ServeHTTP(w, req)

@@ -38,19 +38,19 @@ are pulled with the credentials of the local docker config and the --plugin-regi
 			for _, f := range files {
 				osp := &osmv1alpha1.OperatingSystemProfile{}
 				if err := readObject(f, osp); err != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%v\n", err)
+					cmd.PrintErrf("%v\n", err)
 					bad++
 					continue
 				}
 				errs := v.Validate(cmd.Context(), osp)
 				for _, e := range errs {
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s: %s\n", f, e.Error())
+					cmd.PrintErrf("%s: %s\n", f, e.Error())
 				}
 				if len(errs) > 0 {
 					bad++
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: profile %s %s is valid\n", f, osp.Name, osp.Spec.Version)
+				_, _ = fmt.Fprintf(cmd.OutOrStdout(), "%s: profile %s %s is valid\n", f, osp.Name, osp.Spec.Version)
 			}
 			if bad > 0 {
 				return exitError{code: 1}

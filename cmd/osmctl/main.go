@@ -76,11 +76,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		code = exit.code
 	}
-	fmt.Fprintln(stderr, "osmctl: "+oneLine(err.Error()))
+	_, _ = fmt.Fprintln(stderr, "osmctl: "+oneLine(err.Error()))
 	var detailed *detailedError
 	if errors.As(err, &detailed) && detailed.detail != "" {
 		for _, line := range strings.Split(strings.TrimRight(detailed.detail, "\n"), "\n") {
-			fmt.Fprintln(stderr, "    "+line)
+			_, _ = fmt.Fprintln(stderr, "    "+line)
 		}
 	}
 	return code

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -45,6 +46,7 @@ another registry under the same digests. Prints the saved references, pinned by 
 			if err != nil {
 				return p.registry.explain(err)
 			}
+			var out strings.Builder
 			printed := map[string]bool{}
 			for _, ref := range refs {
 				pinned, _, err := client.Resolve(cmd.Context(), ref)
@@ -56,15 +58,17 @@ another registry under the same digests. Prints the saved references, pinned by 
 				}
 				printed[pinned] = true
 				if output == "-" {
-					fmt.Fprintln(cmd.ErrOrStderr(), "osmctl: saved "+pinned)
+					cmd.PrintErrln("osmctl: saved " + pinned)
 				} else {
-					fmt.Fprintln(cmd.OutOrStdout(), pinned)
+					out.WriteString(pinned + "\n")
 				}
 			}
-			if output != "-" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: saved %d plugin artifact(s) to %s\n", len(printed), output)
+			if output == "-" {
+				return nil
 			}
-			return nil
+			cmd.PrintErrf("osmctl: saved %d plugin artifact(s) to %s\n", len(printed), output)
+			_, err = io.WriteString(cmd.OutOrStdout(), out.String())
+			return err
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", `Tar file to write ("-" for stdout).`)
@@ -107,7 +111,7 @@ only needs its registry host (and prefix) replaced to use the mirror.`,
   osmctl plugin load plugins.tar --to registry.airgap.lan/mirror`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var in io.Reader = cmd.InOrStdin()
+			in := cmd.InOrStdin()
 			if args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {
@@ -128,11 +132,10 @@ only needs its registry host (and prefix) replaced to use the mirror.`,
 				return p.registry.explain(err)
 			}
 			slices.Sort(pushed)
-			for _, ref := range slices.Compact(pushed) {
-				fmt.Fprintln(cmd.OutOrStdout(), ref)
-			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: loaded %d plugin artifact(s) into %s\n", len(pushed), target)
-			return nil
+			pushed = slices.Compact(pushed)
+			cmd.PrintErrf("osmctl: loaded %d plugin artifact(s) into %s\n", len(pushed), target)
+			_, err = io.WriteString(cmd.OutOrStdout(), strings.Join(pushed, "\n")+"\n")
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&target, "to", "", "Registry to push to, as host[:port][/path-prefix].")

@@ -93,9 +93,10 @@ func inspect(pm *pluginModule) *inspection {
 	return in
 }
 
-func (in *inspection) writeText(w io.Writer) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+func (in *inspection) writeText(out io.Writer) error {
+	var w strings.Builder
+	tw := tabwriter.NewWriter(&w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) { _, _ = fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
 	row("Name", in.Name)
 	row("Version", in.Version)
 	if in.Description != "" {
@@ -132,20 +133,26 @@ func (in *inspection) writeText(w io.Writer) error {
 		return err
 	}
 	if len(in.ConfigSchema) == 0 {
-		_, err := fmt.Fprintln(w, "Config schema: none (the plugin accepts any spec.plugin.config keys)")
+		w.WriteString("Config schema: none (the plugin accepts any spec.plugin.config keys)\n")
+		_, err := io.WriteString(out, w.String())
 		return err
 	}
-	fmt.Fprintln(w, "Config schema:")
-	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  KEY\tDEFAULT\tREQUIRED\tALLOWED\tDESCRIPTION")
+	w.WriteString("Config schema:\n")
+	tw = tabwriter.NewWriter(&w, 0, 4, 2, ' ', 0)
+	cells := func(fields ...string) { _, _ = fmt.Fprintln(tw, "  "+strings.Join(fields, "\t")) }
+	cells("KEY", "DEFAULT", "REQUIRED", "ALLOWED", "DESCRIPTION")
 	for _, o := range in.ConfigSchema {
 		required := "no"
 		if o.Required {
 			required = "yes"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", o.Name, dash(o.Default), required, dash(strings.Join(o.Enum, "|")), o.Description)
+		cells(o.Name, dash(o.Default), required, dash(strings.Join(o.Enum, "|")), o.Description)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := io.WriteString(out, w.String())
+	return err
 }
 
 func dash(s string) string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -61,7 +62,7 @@ the digest; the tag is for people.`,
 			if err != nil {
 				return p.registry.explain(err)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: pushed plugin %s %s (module %s, %d bytes) to %s\n",
+			cmd.PrintErrf("osmctl: pushed plugin %s %s (module %s, %d bytes) to %s\n",
 				md.Name, md.Version, pm.Module.Digest(), len(pm.Wasm), args[1])
 			if quiet {
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), art.Reference)
@@ -77,12 +78,14 @@ the digest; the tag is for people.`,
 
 // writeProfileSnippet prints the pinned reference and the spec.plugin block that uses it, with the plugin's
 // config keys as comments.
-func writeProfileSnippet(w io.Writer, ref string, md abi.Metadata) error {
-	fmt.Fprintf(w, "%s\n\n# spec.plugin for an OperatingSystemProfile (%s %s):\nspec:\n  plugin:\n    image: %s\n", ref, md.Name, md.Version, ref)
+func writeProfileSnippet(out io.Writer, ref string, md abi.Metadata) error {
+	var w strings.Builder
+	fmt.Fprintf(&w, "%s\n\n# spec.plugin for an OperatingSystemProfile (%s %s):\nspec:\n  plugin:\n    image: %s\n", ref, md.Name, md.Version, ref)
 	if len(md.ConfigSchema) == 0 {
-		return nil
+		_, err := io.WriteString(out, w.String())
+		return err
 	}
-	fmt.Fprintln(w, "    # config:")
+	w.WriteString("    # config:\n")
 	for _, o := range md.ConfigSchema {
 		note := o.Description
 		switch {
@@ -94,11 +97,10 @@ func writeProfileSnippet(w io.Writer, ref string, md abi.Metadata) error {
 		if len(o.Enum) > 0 {
 			note += fmt.Sprintf(" (one of %v)", o.Enum)
 		}
-		if _, err := fmt.Fprintf(w, "    #   %s: %s  # %s\n", o.Name, strconv.Quote(o.Default), note); err != nil {
-			return err
-		}
+		fmt.Fprintf(&w, "    #   %s: %s  # %s\n", o.Name, strconv.Quote(o.Default), note)
 	}
-	return nil
+	_, err := io.WriteString(out, w.String())
+	return err
 }
 
 func newPluginPullCommand(p *pluginCommon) *cobra.Command {
@@ -127,7 +129,7 @@ output file ("-" for stdout) and prints the reference pinned by digest.`,
 			if err := writeFileAtomic(output, func(w io.Writer) error { _, err := w.Write(art.Module); return err }); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: wrote module %s (%d bytes) to %s\n", art.ModuleDigest, len(art.Module), output)
+			cmd.PrintErrf("osmctl: wrote module %s (%d bytes) to %s\n", art.ModuleDigest, len(art.Module), output)
 			_, err = fmt.Fprintln(cmd.OutOrStdout(), art.Reference)
 			return err
 		},

@@ -102,7 +102,7 @@ func (o *pluginRunOptions) run(cmd *cobra.Command, p *pluginCommon, arg string) 
 		return pluginError(err)
 	}
 	for _, w := range resp.Warnings {
-		fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: warning from plugin %s: %s\n", md.Name, w)
+		cmd.PrintErrf("osmctl: warning from plugin %s: %s\n", md.Name, w)
 	}
 	return writeJSON(cmd.OutOrStdout(), resp)
 }

@@ -95,7 +95,7 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 		return fmt.Errorf("rendering %s with profile %s: %w", md.Name, osp.Name, err)
 	}
 	for _, w := range out.Warnings {
-		fmt.Fprintln(cmd.ErrOrStderr(), "warning: "+w)
+		cmd.PrintErrln("warning: " + w)
 	}
 	if o.output == "osc" {
 		osc := osmv1alpha1.OperatingSystemConfig{Spec: out.Spec}
@@ -127,7 +127,7 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "osmctl: %s user-data for %s/%s (profile %s, %s, %d bytes)\n",
+		cmd.PrintErrf("osmctl: %s user-data for %s/%s (profile %s, %s, %d bytes)\n",
 			stage, md.Namespace, md.Name, osp.Name, out.Utility(), len(data))
 		if _, err := cmd.OutOrStdout().Write(data); err != nil {
 			return err
