@@ -63,6 +63,9 @@ func (i *Issuer) BootstrapToken(ctx context.Context, md *clusterv1alpha1.Machine
 	}
 	tok.Expires = now.Add(ttl).UTC().Truncate(time.Second)
 	patch := client.MergeFrom(s.DeepCopy())
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
 	s.Data["expiration"] = []byte(tok.Expires.Format(time.RFC3339))
 	if err := i.Client.Patch(ctx, s, patch); err != nil {
 		return Token{}, fmt.Errorf("extending bootstrap token %s: %w", s.Name, err)
@@ -99,14 +102,14 @@ func (i *Issuer) createBootstrapToken(ctx context.Context, md *clusterv1alpha1.M
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: labels},
 		Type:       bootstrapTokenType,
-		StringData: map[string]string{
-			"description":                    fmt.Sprintf("OSM bootstrap token for MachineDeployment %s/%s", md.Namespace, md.Name),
-			"token-id":                       id,
-			"token-secret":                   secret,
-			"expiration":                     expires.Format(time.RFC3339),
-			"usage-bootstrap-authentication": "true",
-			"usage-bootstrap-signing":        "true",
-			"auth-extra-groups":              NodeBootstrapGroup,
+		Data: map[string][]byte{
+			"description":                    fmt.Appendf(nil, "OSM bootstrap token for MachineDeployment %s/%s", md.Namespace, md.Name),
+			"token-id":                       []byte(id),
+			"token-secret":                   []byte(secret),
+			"expiration":                     []byte(expires.Format(time.RFC3339)),
+			"usage-bootstrap-authentication": []byte("true"),
+			"usage-bootstrap-signing":        []byte("true"),
+			"auth-extra-groups":              []byte(NodeBootstrapGroup),
 		},
 	}
 	if err := i.Client.Create(ctx, s); err != nil {
