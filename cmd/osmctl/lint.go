@@ -63,6 +63,6 @@ are pulled with the credentials of the local docker config and the --plugin-regi
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	node.AddFlags(gofs)
 	cmd.Flags().AddGoFlagSet(gofs)
-	registry.addFlags(cmd.Flags(), "plugin-")
+	registry.addFlags(cmd.Flags(), true)
 	return cmd
 }

@@ -35,7 +35,7 @@ helpers included): --registry-config, else $DOCKER_CONFIG/config.json, else ~/.d
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	p.registry.addFlags(cmd.PersistentFlags(), "")
+	p.registry.addFlags(cmd.PersistentFlags(), false)
 	cmd.AddCommand(
 		newPluginRunCommand(p),
 		newPluginInspectCommand(p),

@@ -38,17 +38,15 @@ type registryFlags struct {
 	configFlag, caFlag, insecureFlag, plainHTTPFlag string
 }
 
-// addFlags registers the flags. The plugin commands use them unprefixed (--registry-config, --ca-file, ...);
-// render, lint and diff prefix them with "plugin-" (--plugin-registry-config, --plugin-registry-ca-file, ...)
-// because their own flags already speak of the cluster's CA.
-func (r *registryFlags) addFlags(fs flagSet, prefix string) {
-	name := func(s string) string {
-		if prefix == "" {
-			return s
-		}
-		return prefix + "registry-" + s
+// addFlags registers the flags. The plugin commands, which talk to registries only, name them --registry-config,
+// --ca-file, --insecure-skip-tls-verify and --plain-http. render, lint and diff, whose other flags concern the
+// cluster, use the controller's names for the same settings: --plugin-registry-ca-bundle,
+// --plugin-registry-insecure, --plugin-registry-plain-http (and --plugin-registry-config).
+func (r *registryFlags) addFlags(fs flagSet, controllerNames bool) {
+	r.configFlag, r.caFlag, r.insecureFlag, r.plainHTTPFlag = "registry-config", "ca-file", "insecure-skip-tls-verify", "plain-http"
+	if controllerNames {
+		r.configFlag, r.caFlag, r.insecureFlag, r.plainHTTPFlag = "plugin-registry-config", "plugin-registry-ca-bundle", "plugin-registry-insecure", "plugin-registry-plain-http"
 	}
-	r.configFlag, r.caFlag, r.insecureFlag, r.plainHTTPFlag = prefix+"registry-config", name("ca-file"), name("insecure-skip-tls-verify"), name("plain-http")
 	fs.StringVar(&r.configFile, r.configFlag, "", "Docker config file with registry credentials, credential helpers included (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json).")
 	fs.StringVar(&r.caFile, r.caFlag, "", "PEM file with CA certificates to trust for registries, in addition to the system's.")
 	fs.BoolVar(&r.insecure, r.insecureFlag, false, "Do not verify registry certificates (labs only).")

@@ -57,7 +57,7 @@ settings.`,
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
-	o.registry.addFlags(f, "plugin-")
+	o.registry.addFlags(f, true)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
