@@ -18,7 +18,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 	"github.com/go-logr/logr"
@@ -34,6 +33,7 @@ import (
 	"github.com/osmhq/osm/host/encode/cloudinit/cloudinittest"
 	"github.com/osmhq/osm/host/encode/ignition"
 	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/plugins/internal/sample"
@@ -61,32 +61,15 @@ var goldenCases = map[string]bool{
 	"osp-rhel/azure/provisioning":        true,
 }
 
-// source resolves built-in plugins from plugins/dist through the controller's plugin manager.
-type source struct{ m *plugin.Manager }
-
-func (s source) Resolve(ctx context.Context, _ string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
-	p, err := s.m.Resolve(ctx, plugin.Reference{Builtin: ref.Builtin, Image: ref.Image, Config: ref.Config})
-	if err != nil {
-		return nil, err
-	}
-	return resolved{p}, nil
-}
-
-type resolved struct{ *plugin.Plugin }
-
-func (r resolved) Identity() osmv1alpha1.ResolvedPlugin {
-	md := r.Metadata()
-	return osmv1alpha1.ResolvedPlugin{Name: md.Name, Version: md.Version, Source: "builtin", Digest: r.Source.ModuleDigest}
-}
-
-func newSource(t *testing.T, dist fs.FS) source {
+// newSource resolves built-in plugins from dist through the controller's plugin manager and source.
+func newSource(t testing.TB, dist fs.FS) *pluginsource.Source {
 	t.Helper()
 	m, err := plugin.New(plugin.Config{}, dist, prometheus.NewRegistry(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	return source{m}
+	return &pluginsource.Source{Manager: m}
 }
 
 func settings() render.Settings {
@@ -101,7 +84,7 @@ func settings() render.Settings {
 }
 
 // machineDeployment is a MachineDeployment as machine-controller users write them, for osp on provider.
-func machineDeployment(t *testing.T, osp *osmv1alpha1.OperatingSystemProfile, provider string) *clusterv1alpha1.MachineDeployment {
+func machineDeployment(t testing.TB, osp *osmv1alpha1.OperatingSystemProfile, provider string) *clusterv1alpha1.MachineDeployment {
 	t.Helper()
 	osSpec := map[string]any{}
 	switch osp.Spec.OSName {
@@ -410,31 +393,9 @@ func golden(t *testing.T, key string, out *render.Output, data []byte) {
 	}
 }
 
-// dist returns the built plugins, rebuilt if stale. hack/build-plugins.sh decides whether to rebuild a plugin
-// from a hash of plugins/<name> and the SDK only, so a change in plugins/internal alone would test the old
-// modules; forgetting the recorded hash of every module older than the newest shared source makes the
-// script rebuild them.
-func dist(t *testing.T) fs.FS {
+// dist returns the built plugins; hack/build-plugins.sh rebuilds the ones whose sources changed.
+func dist(t testing.TB) fs.FS {
 	t.Helper()
-	var newest time.Time
-	err := filepath.WalkDir("internal", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		if info, err := d.Info(); err == nil && info.ModTime().After(newest) {
-			newest = info.ModTime()
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	modules, _ := filepath.Glob(filepath.Join("dist", "*.wasm"))
-	for _, m := range modules {
-		if info, err := os.Stat(m); err == nil && info.ModTime().Before(newest) {
-			_ = os.Remove(strings.TrimSuffix(m, ".wasm") + ".sum")
-		}
-	}
 	return pluginstest.Dist(t)
 }
 
@@ -457,4 +418,40 @@ func TestPluginSizes(t *testing.T) {
 		}
 	}
 	t.Logf("plugin module sizes:%s", b.String())
+}
+
+// BenchmarkRenderDefaultUbuntu is one MachineDeployment rendered the way the controller does it with the default
+// Ubuntu profile: templates, two calls into the wasm plugin (bootstrap and provisioning), secret substitution
+// and cloud-config encoding of both stages. The plugin is loaded and warm.
+func BenchmarkRenderDefaultUbuntu(b *testing.B) {
+	defaults, err := plugins.DefaultProfiles()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var osp *osmv1alpha1.OperatingSystemProfile
+	for _, d := range defaults {
+		if d.Name == "osp-ubuntu" {
+			osp = d
+		}
+	}
+	r := &render.Renderer{Plugins: newSource(b, dist(b))}
+	in := render.Input{MachineDeployment: machineDeployment(b, osp, "aws"), Profile: osp, Settings: settings(),
+		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: sample.CACert}}
+	ctx := context.Background()
+	if _, err := r.Render(ctx, in); err != nil { // load and compile outside the timing
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		out, err := r.Render(ctx, in)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
+			if _, err := out.UserData(ctx, stage, secrets); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }

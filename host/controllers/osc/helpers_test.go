@@ -19,12 +19,14 @@ func TestRenderRelevant(t *testing.T) {
 		mutate func(*clusterv1alpha1.MachineDeployment)
 		want   bool
 	}{
-		"our finalizer":      {func(m *clusterv1alpha1.MachineDeployment) { m.Finalizers = []string{Finalizer} }, false},
-		"status":             {func(m *clusterv1alpha1.MachineDeployment) { m.Status.ReadyReplicas = 3 }, false},
-		"spec":               {func(m *clusterv1alpha1.MachineDeployment) { m.Generation = 2 }, true},
-		"revision":           {func(m *clusterv1alpha1.MachineDeployment) { m.Annotations[clusterv1alpha1.AnnotationRevision] = "2" }, true},
-		"kubelet annotation": {func(m *clusterv1alpha1.MachineDeployment) { m.Annotations[clusterv1alpha1.AnnotationKubeletConfigPrefix+"MaxPods"] = "10" }, true},
-		"deletion":           {func(m *clusterv1alpha1.MachineDeployment) { m.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, true},
+		"our finalizer": {func(m *clusterv1alpha1.MachineDeployment) { m.Finalizers = []string{Finalizer} }, false},
+		"status":        {func(m *clusterv1alpha1.MachineDeployment) { m.Status.ReadyReplicas = 3 }, false},
+		"spec":          {func(m *clusterv1alpha1.MachineDeployment) { m.Generation = 2 }, true},
+		"revision":      {func(m *clusterv1alpha1.MachineDeployment) { m.Annotations[clusterv1alpha1.AnnotationRevision] = "2" }, true},
+		"kubelet annotation": {func(m *clusterv1alpha1.MachineDeployment) {
+			m.Annotations[clusterv1alpha1.AnnotationKubeletConfigPrefix+"MaxPods"] = "10"
+		}, true},
+		"deletion": {func(m *clusterv1alpha1.MachineDeployment) { m.DeletionTimestamp = &metav1.Time{Time: time.Now()} }, true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			changed := base.DeepCopy()
