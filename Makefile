@@ -22,6 +22,13 @@ test: verify-generate lint plugins controlplane ## Everything CI runs: generated
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test $(GO_TEST_FLAGS) ./...
 	cd sdk && go test $(GO_TEST_FLAGS) ./...
 
+.PHONY: e2e-node
+e2e-node: plugins controlplane ## Boot real nodes (systemd-nspawn, needs root) from OSM's user-data against a real kube-apiserver.
+	hack/install-deps.sh node-e2e
+	hack/e2e-node/binaries.sh
+	hack/e2e-node/rootfs.sh >/dev/null
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test -tags e2e -count=1 -timeout 60m -v $(E2E_FLAGS) ./host/e2e/
+
 ##@ Building
 
 .PHONY: build

@@ -16,6 +16,8 @@
 #   source) is not reachable from here. It is built from the Go module proxy (binaries.sh) and installed as
 #   Docker's containerd.io package installs it (/usr/bin, /lib/systemd/system/containerd.service), with
 #   Debian's runc.
+# - nftables: for the harness, which lists the packet filter tables of the (shared) network namespace before
+#   and after a boot, and removes what the node added.
 # - No kubelet, CNI plugins or crictl: osm-setup downloads them from the binary mirror; that is under test.
 set -euo pipefail
 
@@ -27,6 +29,7 @@ PACKAGES=(
   systemd systemd-sysv dbus cloud-init curl ca-certificates iproute2 jq procps kmod
   conntrack ebtables ethtool iptables ipvsadm nfs-common socat
   runc
+  nftables
 )
 
 log() { echo "e2e-node/rootfs: $*" >&2; }
@@ -78,5 +81,7 @@ mmdebstrap --quiet --variant=minbase --include="$(IFS=,; echo "${PACKAGES[*]}")"
   --customize-hook='rm -rf "$1/var/cache/apt/archives/"*.deb "$1/var/lib/apt/lists/"*_Packages' \
   "${SUITE}" "${tmp}/rootfs.tar.zst" "${MIRROR_URL}" >&2
 mv "${tmp}/rootfs.tar.zst" "${out}"
+# Older images (other keys) are of no use any more.
+find "${E2E_CACHE}/rootfs" -maxdepth 1 -name "debian-${SUITE}-*.tar.zst" ! -path "${out}" -delete
 log "built in $(($(date +%s) - start))s: ${out} ($(du -h "${out}" | cut -f1))"
 echo "${out}"

@@ -194,6 +194,7 @@ systemctl list-unit-files --no-pager --plain --no-legend >$r/unit-files.txt 2>&1
 systemctl list-units --failed --no-pager --plain --no-legend >$r/failed.txt 2>&1
 systemctl is-system-running >$r/system-state.txt 2>&1
 cloud-init status --long >$r/cloud-init-status.txt 2>&1; echo "exit status $?" >>$r/cloud-init-status.txt
+timeout 10 cloud-init status --wait >$r/cloud-init-status-wait.txt 2>&1; echo "exit status $? (124: still waiting after 10s)" >>$r/cloud-init-status-wait.txt
 cp /run/cloud-init/result.json /run/cloud-init/status.json $r/ 2>/dev/null
 [ -d /run/osm ] && cp -a /run/osm $r/run-osm
 journalctl -b --no-pager -o short-precise >$r/journal.txt 2>&1
@@ -512,17 +513,25 @@ func (n *node) restoreSysctls() {
 		return
 	}
 	var restored []string
+	var failed []string
 	for p, before := range n.sysctls {
 		now, err := readSysctl(p)
 		if err != nil || now == before {
 			continue
 		}
 		if err := os.WriteFile(p, []byte(before), 0); err != nil {
-			n.t.Logf("restoring %s to %q: %v", p, strings.TrimSpace(before), err)
+			// Some are views of others (user.max_inotify_watches is fs.inotify.max_user_watches) and come
+			// back with them; check again below.
+			failed = append(failed, p)
 			continue
 		}
 		restored = append(restored, fmt.Sprintf("%s=%s (node: %s)", strings.ReplaceAll(strings.TrimPrefix(p, "/proc/sys/"), "/", "."),
 			strings.Join(strings.Fields(before), " "), strings.Join(strings.Fields(now), " ")))
+	}
+	for _, p := range failed {
+		if now, err := readSysctl(p); err == nil && now != n.sysctls[p] {
+			n.t.Errorf("node %s changed the host sysctl %s from %q to %q and it could not be restored", n.name, p, strings.TrimSpace(n.sysctls[p]), strings.TrimSpace(now))
+		}
 	}
 	n.sysctls = nil
 	if len(restored) > 0 {
