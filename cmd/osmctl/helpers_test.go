@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
@@ -169,4 +170,19 @@ func pushTemplate(t *testing.T, reg *testRegistry, repo string) string {
 	wasm := buildPlugin(t, templatePluginDir, "template.wasm")
 	r := mustSucceed(t, osmctl(t, "plugin", "push", "--plain-http", "-q", wasm, reg.host+"/"+repo))
 	return strings.TrimSpace(r.stdout)
+}
+
+// newTLSRegistry starts a registry over TLS with a certificate no system trusts, and writes its CA to a file.
+func newTLSRegistry(t *testing.T) (*testRegistry, string) {
+	t.Helper()
+	r := &testRegistry{srv: httptest.NewUnstartedServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))}
+	r.srv.Config.ErrorLog = log.New(io.Discard, "", 0) // refused handshakes are expected
+	r.srv.StartTLS()
+	t.Cleanup(r.srv.Close)
+	r.host = strings.TrimPrefix(r.srv.URL, "https://")
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: r.srv.Certificate().Raw}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return r, ca
 }

@@ -272,3 +272,21 @@ func assertOneLineError(t *testing.T, r result, want ...string) {
 		}
 	}
 }
+
+func TestRegistryTLS(t *testing.T) {
+	reg, ca := newTLSRegistry(t)
+	wasm := buildPlugin(t, templatePluginDir, "template.wasm")
+	target := reg.host + "/osm/template:0.1.0"
+
+	r := osmctl(t, "plugin", "push", wasm, target)
+	assertOneLineError(t, r, "certificate", "--ca-file", "--insecure-skip-tls-verify")
+
+	ref := strings.TrimSpace(mustSucceed(t, osmctl(t, "plugin", "push", "-q", "--ca-file", ca, wasm, target)).stdout)
+	mustSucceed(t, osmctl(t, "plugin", "inspect", "--insecure-skip-tls-verify", ref))
+
+	osp := profileWithImage(t, ref)
+	r = osmctl(t, "render", "-f", "testdata/md-exampleos.yaml", "--osp", osp)
+	assertOneLineError(t, r, "certificate", "--plugin-registry-ca-bundle", "--plugin-registry-insecure")
+	mustSucceed(t, osmctl(t, "render", "-f", "testdata/md-exampleos.yaml", "--osp", osp, "--plugin-registry-ca-bundle", ca))
+	mustSucceed(t, osmctl(t, "lint", "-f", osp, "--plugin-registry-insecure"))
+}
