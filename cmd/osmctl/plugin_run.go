@@ -21,7 +21,7 @@ import (
 
 type pluginRunOptions struct {
 	input, mdFile, ospFile, stage, saveRequest string
-	server, clusterCAFile                      string
+	server                                     string
 	config                                     map[string]string
 	node                                       render.NodeFlags
 }
@@ -56,7 +56,6 @@ stderr when it crashed, and exits with status 1.`,
 	f.StringVar(&o.saveRequest, "save-request", "", "Also write the RenderRequest sent to the plugin to this file.")
 	f.StringToStringVar(&o.config, "config", nil, "Plugin config key=value, overriding the request's or profile's (repeatable).")
 	f.StringVar(&o.server, "server", "https://api.cluster.example:6443", "API server URL nodes use (with --md).")
-	f.StringVar(&o.clusterCAFile, "cluster-ca-file", "", "Cluster CA certificate file (with --md); default: an example CA.")
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
@@ -151,14 +150,6 @@ func (o *pluginRunOptions) buildRequest(cmd *cobra.Command, pm *pluginModule) (*
 	if err != nil {
 		return nil, err
 	}
-	ca := exampleCA
-	if o.clusterCAFile != "" {
-		data, err := os.ReadFile(o.clusterCAFile)
-		if err != nil {
-			return nil, fmt.Errorf("--cluster-ca-file: %w", err)
-		}
-		ca = string(data)
-	}
 
 	meta := pm.Module.Metadata()
 	osp = osp.DeepCopy()
@@ -181,7 +172,8 @@ func (o *pluginRunOptions) buildRequest(cmd *cobra.Command, pm *pluginModule) (*
 		id: osmv1alpha1.ResolvedPlugin{Name: meta.Name, Version: meta.Version, Digest: pm.Module.Digest(), Source: pm.Source}}
 	_, err = (&render.Renderer{Plugins: pr}).Render(cmd.Context(), render.Input{
 		MachineDeployment: md, Profile: osp, Settings: settings,
-		Cluster: render.ClusterInfo{ServerURL: o.server, CACert: ca},
+		// --kubernetes-ca-bundle, a node flag, replaces the example CA as it replaces the cluster's.
+		Cluster: render.ClusterInfo{ServerURL: o.server, CACert: exampleCA},
 	})
 	if pr.request == nil {
 		if err == nil {
