@@ -192,6 +192,7 @@ provisioning: modules.bootcmd added
 // TestDiffPluginProfiles diffs two versions of a default profile rendered by the embedded debian plugin: a
 // plugin config change shows up in the files the plugin writes.
 func TestDiffPluginProfiles(t *testing.T) {
+	requireBuiltin(t, "debian")
 	data, err := os.ReadFile("../../plugins/osps/osp-debian-12.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -12,12 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
+	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/plugintest"
 )
 
@@ -185,4 +187,16 @@ func newTLSRegistry(t *testing.T) (*testRegistry, string) {
 		t.Fatal(err)
 	}
 	return r, ca
+}
+
+// requireBuiltin skips a test that needs an embedded default plugin when the plugins are not built (make plugins).
+func requireBuiltin(t *testing.T, name string) {
+	t.Helper()
+	names, err := plugins.Names(plugins.Builtin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(names, name) {
+		t.Skipf("the built-in plugin %s is not built (make plugins)", name)
+	}
 }

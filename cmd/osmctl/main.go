@@ -55,7 +55,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	g := &globals{}
 	defer g.close()
 	root := newRootCommand(g)
-	root.SetArgs(args)
+	root.SetArgs(controllerSpelling(root, args))
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -84,6 +84,28 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	return code
+}
+
+// controllerSpelling accepts the controller's single-dash spelling of long flags (-node-registry-mirrors=...),
+// so its flags can be pasted: an argument -name or -name=value whose name is a long flag of the command becomes
+// --name. Single-letter flags and their clusters (-q, -vq) are left alone.
+func controllerSpelling(root *cobra.Command, args []string) []string {
+	cmd, _, err := root.Find(args)
+	if err != nil {
+		return args
+	}
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		if name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "="); len(name) > 1 && a[0] == '-' && a[1] != '-' &&
+			(cmd.Flags().Lookup(name) != nil || cmd.InheritedFlags().Lookup(name) != nil) {
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // oneLine joins the lines of a message, so every error is one line an operator can grep for.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -289,4 +291,35 @@ func TestRegistryTLS(t *testing.T) {
 	assertOneLineError(t, r, "certificate", "--plugin-registry-ca-bundle", "--plugin-registry-insecure")
 	mustSucceed(t, osmctl(t, "render", "-f", "testdata/md-exampleos.yaml", "--osp", osp, "--plugin-registry-ca-bundle", ca))
 	mustSucceed(t, osmctl(t, "lint", "-f", osp, "--plugin-registry-insecure"))
+}
+
+// TestPluginRunDefaultProfile tries a build of a default plugin against its embedded default profile, which
+// --md uses when no --osp is given.
+func TestPluginRunDefaultProfile(t *testing.T) {
+	requireBuiltin(t, "ubuntu")
+	module, err := fs.ReadFile(plugins.Builtin(), "ubuntu.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm := filepath.Join(t.TempDir(), "ubuntu-dev.wasm")
+	if err := os.WriteFile(wasm, module, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	saved := filepath.Join(t.TempDir(), "request.json")
+	r := mustSucceed(t, osmctl(t, "plugin", "run", wasm, "--md", ubuntuMD, "--save-request", saved,
+		"-node-binary-base-url", "https://mirror.airgap.lan/k8s"))
+	if !strings.Contains(r.stdout, "/opt/bin/osm-setup") || !strings.Contains(r.stdout, "https://mirror.airgap.lan/k8s") {
+		t.Errorf("the provisioning response lacks osm-setup with the node flags' binary mirror:\n%.2000s", r.stdout)
+	}
+	data, err := os.ReadFile(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req abi.RenderRequest
+	if err := json.Unmarshal(data, &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.Context.OperatingSystem.Version != "24.04" || req.Config["containerdSource"] == "" {
+		t.Errorf("the request was not built from the embedded osp-ubuntu (version, schema defaults): %.1000s", data)
+	}
 }
