@@ -197,6 +197,6 @@ func requireBuiltin(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	if !slices.Contains(names, name) {
-		t.Skipf("the built-in plugin %s is not built (make plugins)", name)
+		t.Fatalf("the built-in plugin %s is not embedded: run make plugins before go test (make test does)", name)
 	}
 }

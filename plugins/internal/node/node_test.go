@@ -507,7 +507,7 @@ func TestDeterministic(t *testing.T) {
 func TestScriptsParse(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
-		t.Skip("no bash")
+		t.Fatalf("bash is needed to check the generated scripts: %v", err)
 	}
 	edit := func(r *abi.RenderRequest) {
 		r.Context.Proxy = abi.Proxy{HTTPProxy: "http://proxy:3128", NoProxy: "localhost"}
