@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -237,6 +238,38 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitForSecret(t, c, "healthy-c-kube-system-bootstrap-config", "1")
+	})
+
+	t.Run("a bootstrap over the provider limit fails loudly", func(t *testing.T) {
+		md := newMD(t, "many-keys", "testos", "aws", "osp-testos")
+		var pc map[string]any
+		if err := json.Unmarshal(md.Spec.Template.Spec.ProviderSpec.Value.Raw, &pc); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for i := range 40 {
+			keys = append(keys, fmt.Sprintf("ssh-rsa %s key-%d@example.com", strings.Repeat("A", 716), i))
+		}
+		pc["sshPublicKeys"] = keys
+		md.Spec.Template.Spec.ProviderSpec.Value.Raw, _ = json.Marshal(pc)
+		if err := c.Create(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+		got := &osmv1alpha1.OperatingSystemConfig{}
+		eventually(t, wait, "BootstrapTooLarge reported", func() error {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "many-keys-kube-system-config"}, got); err != nil {
+				return err
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
+			if cond == nil || cond.Reason != osmv1alpha1.ReasonBootstrapTooLarge || !strings.Contains(cond.Message, "16384 bytes") {
+				return fmt.Errorf("Ready condition = %+v", cond)
+			}
+			return nil
+		})
+		waitForEvent(t, c, "many-keys", osmv1alpha1.ReasonBootstrapTooLarge)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "many-keys-kube-system-bootstrap-config"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("an oversized bootstrap Secret was written (err=%v)", err)
+		}
 	})
 
 	t.Run("deleting the MachineDeployment removes everything OSM created for it", func(t *testing.T) {
