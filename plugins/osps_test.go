@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coreos/ignition/v2/config/v3_3/types"
 	"github.com/go-logr/logr"
@@ -454,4 +455,67 @@ func BenchmarkRenderDefaultUbuntu(b *testing.B) {
 			}
 		}
 	}
+}
+
+// recordingSource hands out plugins that remember the last request they rendered.
+type recordingSource struct {
+	inner render.PluginSource
+	last  *abi.RenderRequest
+	p     render.Plugin
+}
+
+func (r *recordingSource) Resolve(ctx context.Context, ns string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
+	p, err := r.inner.Resolve(ctx, ns, ref)
+	if err != nil {
+		return nil, err
+	}
+	r.p = p
+	return recordingPlugin{Plugin: p, src: r}, nil
+}
+
+type recordingPlugin struct {
+	render.Plugin
+	src *recordingSource
+}
+
+func (p recordingPlugin) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
+	p.src.last = req
+	return p.Plugin.Render(ctx, req)
+}
+
+// BenchmarkPluginCallDefaultUbuntu is one warm osm_render call of the Ubuntu plugin with the provisioning request
+// the pipeline builds for a default profile, reporting the median and 99th percentile call time.
+func BenchmarkPluginCallDefaultUbuntu(b *testing.B) {
+	defaults, err := plugins.DefaultProfiles()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var osp *osmv1alpha1.OperatingSystemProfile
+	for _, d := range defaults {
+		if d.Name == "osp-ubuntu" {
+			osp = d
+		}
+	}
+	src := &recordingSource{inner: newSource(b, dist(b))}
+	in := render.Input{MachineDeployment: machineDeployment(b, osp, "aws"), Profile: osp, Settings: settings(),
+		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: sample.CACert}}
+	ctx := context.Background()
+	if _, err := (&render.Renderer{Plugins: src}).Render(ctx, in); err != nil {
+		b.Fatal(err)
+	}
+	req := src.last // the provisioning stage, rendered last
+	reqJSON, _ := json.Marshal(req)
+	var took []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		if _, err := src.p.Render(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+		took = append(took, time.Since(start))
+	}
+	sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+	b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric(float64(len(reqJSON)), "request-bytes")
 }

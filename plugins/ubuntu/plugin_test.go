@@ -85,3 +85,15 @@ func TestValidate(t *testing.T) {
 		t.Errorf("errors = %+v, want selinux refused as unknown on Ubuntu", resp.Errors)
 	}
 }
+
+// BenchmarkProvisioningNative is the provisioning render compiled natively: the plugin's own work, without the
+// sandbox (compare with plugins' BenchmarkPluginCallDefaultUbuntu).
+func BenchmarkProvisioningNative(b *testing.B) {
+	p := node.New(OS())
+	req := sample.Request("ubuntu", "24.04", abi.UtilityCloudInit, "aws", abi.StageProvisioning)
+	for b.Loop() {
+		if _, err := guest.Call(p, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
