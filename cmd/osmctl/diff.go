@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,9 +16,10 @@ import (
 )
 
 type diffOptions struct {
-	mdFile, fromFile, toFile, stage, server, caFile string
-	node                                            render.NodeFlags
-	registry                                        registryFlags
+	mdFile, fromFile, toFile, stage string
+	cluster                         clusterFlags
+	node                            render.NodeFlags
+	registry                        registryFlags
 }
 
 func newDiffCommand(g *globals) *cobra.Command {
@@ -47,8 +47,7 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 	f.StringVar(&o.fromFile, "from", "", "OperatingSystemProfile YAML file of the version rolled out now (required).")
 	f.StringVar(&o.toFile, "to", "", "OperatingSystemProfile YAML file of the new version (required).")
 	f.StringVar(&o.stage, "stage", "both", "Stage to compare: bootstrap, provisioning or both.")
-	f.StringVar(&o.server, "server", "https://api.cluster.example:6443", "API server URL nodes use.")
-	f.StringVar(&o.caFile, "ca-file", "", "Cluster CA certificate file; default: an example CA.")
+	o.cluster.addFlags(f, true, "API server URL nodes use.")
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
@@ -86,13 +85,9 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
-	ca := exampleCA
-	if o.caFile != "" {
-		data, err := os.ReadFile(o.caFile)
-		if err != nil {
-			return err
-		}
-		ca = string(data)
+	cluster, err := o.cluster.info()
+	if err != nil {
+		return err
 	}
 	src, err := g.source(cmd, &o.registry)
 	if err != nil {
@@ -102,7 +97,7 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 	for _, s := range []*side{from, to} {
 		s.out, err = renderer.Render(cmd.Context(), render.Input{
 			MachineDeployment: md, Profile: s.osp, Settings: settings,
-			Cluster: render.ClusterInfo{ServerURL: o.server, CACert: ca},
+			Cluster: cluster,
 		})
 		if err != nil {
 			return fmt.Errorf("rendering %s with profile %s (%s): %w", md.Name, s.osp.Name, s.file, pluginError(err))

@@ -21,7 +21,7 @@ import (
 
 type pluginRunOptions struct {
 	input, mdFile, ospFile, stage, saveRequest string
-	server                                     string
+	cluster                                    clusterFlags
 	config                                     map[string]string
 	node                                       render.NodeFlags
 }
@@ -55,7 +55,7 @@ stderr when it crashed, and exits with status 1.`,
 	f.StringVar(&o.stage, "stage", "provisioning", "Stage to render with --md: bootstrap or provisioning.")
 	f.StringVar(&o.saveRequest, "save-request", "", "Also write the RenderRequest sent to the plugin to this file.")
 	f.StringToStringVar(&o.config, "config", nil, "Plugin config key=value, overriding the request's or profile's (repeatable).")
-	f.StringVar(&o.server, "server", "https://api.cluster.example:6443", "API server URL nodes use (with --md).")
+	o.cluster.addFlags(f, false, "API server URL nodes use (with --md).")
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
@@ -170,10 +170,13 @@ func (o *pluginRunOptions) buildRequest(cmd *cobra.Command, pm *pluginModule) (*
 	}
 	pr := &probe{module: pm.Module, stage: stage,
 		id: osmv1alpha1.ResolvedPlugin{Name: meta.Name, Version: meta.Version, Digest: pm.Module.Digest(), Source: pm.Source}}
+	// --kubernetes-ca-bundle, a node flag, replaces the example CA as it replaces the cluster's.
+	cluster, err := o.cluster.info()
+	if err != nil {
+		return nil, err
+	}
 	_, err = (&render.Renderer{Plugins: pr}).Render(cmd.Context(), render.Input{
-		MachineDeployment: md, Profile: osp, Settings: settings,
-		// --kubernetes-ca-bundle, a node flag, replaces the example CA as it replaces the cluster's.
-		Cluster: render.ClusterInfo{ServerURL: o.server, CACert: exampleCA},
+		MachineDeployment: md, Profile: osp, Settings: settings, Cluster: cluster,
 	})
 	if pr.request == nil {
 		if err == nil {

@@ -17,16 +17,12 @@ import (
 	"github.com/osmhq/osm/sdk/abi"
 )
 
-// exampleCA is a throwaway CA certificate (its key was discarded) so offline renders work without a cluster.
-//
-//go:embed example-ca.pem
-var exampleCA string
-
 type renderOptions struct {
-	mdFile, ospFile, stage, output, server, caFile string
-	bootstrapToken, provisioningToken              string
-	node                                           render.NodeFlags
-	registry                                       registryFlags
+	mdFile, ospFile, stage, output    string
+	cluster                           clusterFlags
+	bootstrapToken, provisioningToken string
+	node                              render.NodeFlags
+	registry                          registryFlags
 }
 
 func newRenderCommand(g *globals) *cobra.Command {
@@ -50,8 +46,7 @@ settings.`,
 	f.StringVar(&o.ospFile, "osp", "", "OperatingSystemProfile YAML file; default: the embedded default profile.")
 	f.StringVar(&o.stage, "stage", "provisioning", "Stage to print: bootstrap, provisioning or both.")
 	f.StringVarP(&o.output, "output", "o", "userdata", "What to print: userdata, or osc for the OperatingSystemConfig.")
-	f.StringVar(&o.server, "server", "https://api.cluster.example:6443", "API server URL nodes use.")
-	f.StringVar(&o.caFile, "ca-file", "", "Cluster CA certificate file; default: an example CA.")
+	o.cluster.addFlags(f, true, "API server URL nodes use.")
 	f.StringVar(&o.bootstrapToken, "bootstrap-token", "", "Bootstrap token to substitute (default: keep the placeholder).")
 	f.StringVar(&o.provisioningToken, "provisioning-token", "", "Provisioning token to substitute (default: keep the placeholder).")
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
@@ -75,13 +70,9 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
-	ca := exampleCA
-	if o.caFile != "" {
-		data, err := os.ReadFile(o.caFile)
-		if err != nil {
-			return err
-		}
-		ca = string(data)
+	cluster, err := o.cluster.info()
+	if err != nil {
+		return err
 	}
 	src, err := g.source(cmd, &o.registry)
 	if err != nil {
@@ -89,7 +80,7 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 	}
 	out, err := (&render.Renderer{Plugins: src}).Render(cmd.Context(), render.Input{
 		MachineDeployment: md, Profile: osp, Settings: settings,
-		Cluster: render.ClusterInfo{ServerURL: o.server, CACert: ca},
+		Cluster: cluster,
 	})
 	if err != nil {
 		return fmt.Errorf("rendering %s with profile %s: %w", md.Name, osp.Name, err)
