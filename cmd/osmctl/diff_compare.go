@@ -35,19 +35,23 @@ func compareStage(from, to *abi.NodeConfig) []change {
 	return out
 }
 
+// byKey indexes both sides by key and returns every key of either side, sorted.
+func byKey[T any](from, to []T, key func(T) string) (old, cur map[string]T, keys []string) {
+	old, cur = map[string]T{}, map[string]T{}
+	for _, v := range from {
+		old[key(v)] = v
+		keys = append(keys, key(v))
+	}
+	for _, v := range to {
+		cur[key(v)] = v
+		keys = append(keys, key(v))
+	}
+	slices.Sort(keys)
+	return old, cur, slices.Compact(keys)
+}
+
 func compareFiles(from, to []abi.File) []change {
-	old, cur := map[string]abi.File{}, map[string]abi.File{}
-	var paths []string
-	for _, f := range from {
-		old[f.Path] = f
-		paths = append(paths, f.Path)
-	}
-	for _, f := range to {
-		cur[f.Path] = f
-		paths = append(paths, f.Path)
-	}
-	slices.Sort(paths)
-	paths = slices.Compact(paths)
+	old, cur, paths := byKey(from, to, func(f abi.File) string { return f.Path })
 	var out []change
 	for _, p := range paths {
 		o, inOld := old[p]
@@ -118,18 +122,7 @@ func filePaths(files []abi.File) []string {
 }
 
 func compareUnits(from, to []abi.Unit) []change {
-	old, cur := map[string]abi.Unit{}, map[string]abi.Unit{}
-	var names []string
-	for _, u := range from {
-		old[u.Name] = u
-		names = append(names, u.Name)
-	}
-	for _, u := range to {
-		cur[u.Name] = u
-		names = append(names, u.Name)
-	}
-	slices.Sort(names)
-	names = slices.Compact(names)
+	old, cur, names := byKey(from, to, func(u abi.Unit) string { return u.Name })
 	var out []change
 	for _, name := range names {
 		o, inOld := old[name]
