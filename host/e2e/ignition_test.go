@@ -18,12 +18,14 @@ import (
 	"testing"
 	"time"
 
-	ignconfig "github.com/coreos/ignition/v2/config"
-	igntypes "github.com/coreos/ignition/v2/config/v3_6_experimental/types"
+	ignconfig "github.com/coreos/ignition/v2/config/v3_3"
+	igntypes "github.com/coreos/ignition/v2/config/v3_3/types"
 	certificatesv1 "k8s.io/api/certificates/v1"
 
 	"github.com/osmhq/osm/host/render"
 )
+
+// The host encodes Ignition spec 3.3 (host/encode/ignition); ParseCompatibleVersion also accepts older specs.
 
 // testFlatcarIgnition applies the Ignition provisioning config OSM renders for a Flatcar MachineDeployment to
 // a fresh Debian rootfs with the real Ignition (files stage, --platform=file), enables the units the way a
@@ -44,11 +46,11 @@ func testFlatcarIgnition(t *testing.T, c *cluster) {
 	boot, prov := c.userData(t, md)
 	bootstrapUser := "system:bootstrap:" + c.bootstrapTokenID(t, md)
 	for _, data := range [][]byte{boot.Data[render.CloudConfigKey], prov.Data[render.CloudConfigKey]} {
-		if _, rpt, err := ignconfig.Parse(data); err != nil || rpt.IsFatal() {
+		if _, rpt, err := ignconfig.ParseCompatibleVersion(data); err != nil || rpt.IsFatal() {
 			t.Fatalf("Ignition rejects the config: %v\n%s", err, rpt)
 		}
 	}
-	cfg, _, _ := ignconfig.Parse(prov.Data[render.CloudConfigKey])
+	cfg, _, _ := ignconfig.ParseCompatibleVersion(prov.Data[render.CloudConfigKey])
 	nodeName := "e2e-flatcar-0"
 
 	var ignitionLog []byte
@@ -59,17 +61,20 @@ func testFlatcarIgnition(t *testing.T, c *cluster) {
 		if err := os.WriteFile(cfgPath, prov.Data[render.CloudConfigKey], 0o600); err != nil {
 			t.Fatal(err)
 		}
-		// The files stage: files, users, unit files, drop-ins, masks, presets. Its cache and state files go to
-		// the node's directory, never to the host's /run.
-		cmd := exec.Command(harness.Ignition, "-platform=file", "-stage=files", "-root="+root, "-log-to-stdout",
-			"-config-cache="+filepath.Join(dir, "ignition-cache.json"), "-state-file="+filepath.Join(dir, "ignition-state"),
-			"-neednet="+filepath.Join(dir, "ignition-neednet"), "-fetch-timeout=30s")
-		cmd.Env = append(os.Environ(), "IGNITION_CONFIG_FILE="+cfgPath)
-		var err error
-		ignitionLog, err = cmd.CombinedOutput()
-		_ = os.WriteFile(filepath.Join(dir, "ignition.log"), ignitionLog, 0o644)
-		if err != nil {
-			t.Fatalf("ignition --stage=files: %v\n%s", err, tail(string(ignitionLog), 30))
+		// The fetch stage reads the config (platform "file": $IGNITION_CONFIG_FILE) into the cache; the files
+		// stage writes files, users, unit files, drop-ins, masks and presets. Cache and state go to the node's
+		// directory, never to the host's /run.
+		for _, stage := range []string{"fetch", "files"} {
+			cmd := exec.Command(harness.Ignition, "-platform=file", "-stage="+stage, "-root="+root, "-log-to-stdout",
+				"-config-cache="+filepath.Join(dir, "ignition-cache.json"), "-state-file="+filepath.Join(dir, "ignition-state"),
+				"-neednet="+filepath.Join(dir, "ignition-neednet"), "-fetch-timeout=30s")
+			cmd.Env = append(os.Environ(), "IGNITION_CONFIG_FILE="+cfgPath)
+			out, err := cmd.CombinedOutput()
+			ignitionLog = append(ignitionLog, out...)
+			_ = os.WriteFile(filepath.Join(dir, "ignition.log"), ignitionLog, 0o644)
+			if err != nil {
+				t.Fatalf("ignition --stage=%s: %v\n%s", stage, err, tail(string(out), 30))
+			}
 		}
 		// "enabled: true" only writes a preset; a Flatcar first boot applies presets, here systemctl does.
 		presets = readPresets(t, filepath.Join(root, "etc/systemd/system-preset/20-ignition.preset"))
@@ -199,11 +204,17 @@ func checkIgnitionResult(t *testing.T, cfg igntypes.Config, root string) {
 		if passwd, err := os.ReadFile(filepath.Join(root, "etc/passwd")); err != nil || !strings.Contains(string(passwd), "\n"+u.Name+":") {
 			t.Errorf("user %s: not in /etc/passwd", u.Name)
 		}
-		home := filepath.Join(root, "home", u.Name, ".ssh", "authorized_keys")
-		keys, _ := os.ReadFile(home)
+		// Ignition writes the keys to ~/.ssh/authorized_keys.d/ignition, which Flatcar's sshd reads (stock
+		// OpenSSH reads only authorized_keys).
+		ssh := filepath.Join(root, "home", u.Name, ".ssh")
+		var keys []byte
+		for _, f := range []string{"authorized_keys.d/ignition", "authorized_keys"} {
+			data, _ := os.ReadFile(filepath.Join(ssh, f))
+			keys = append(keys, data...)
+		}
 		for _, k := range u.SSHAuthorizedKeys {
 			if !strings.Contains(string(keys), string(k)) {
-				t.Errorf("user %s: key %q not in %s", u.Name, k, home)
+				t.Errorf("user %s: key %q not in %s/authorized_keys{,.d/ignition}", u.Name, k, ssh)
 			}
 		}
 	}

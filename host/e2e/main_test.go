@@ -97,7 +97,10 @@ func setup() error {
 	} else {
 		harness.Artifacts, err = os.MkdirTemp("", "osm-e2e-")
 	}
-	return err
+	if err != nil {
+		return err
+	}
+	return os.Chmod(harness.Artifacts, 0o755)
 }
 
 // script runs one of the hack/e2e-node scripts and returns its stdout; its stderr (build progress) goes to

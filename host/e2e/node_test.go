@@ -96,6 +96,10 @@ func bootNode(t *testing.T, opts nodeOptions) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Traversable by the node's users: Ignition writes a user's SSH keys as that user.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	n := &node{t: t, name: opts.Name, dir: dir, root: filepath.Join(dir, "rootfs"), console: filepath.Join(dir, "console.log"), exited: make(chan struct{})}
 	t.Cleanup(n.cleanup)
 	n.unpack()
