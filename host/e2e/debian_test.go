@@ -55,6 +55,7 @@ func TestNodes(t *testing.T) {
 	osp := c.airgappedProfile(t, "osp-debian-12", "osp-debian-12-airgapped", map[string]string{"containerdSource": "preinstalled"})
 
 	t.Run("DebianJoins", func(t *testing.T) { testDebianJoins(t, c, osp) })
+	t.Run("WrongCAIsRejected", func(t *testing.T) { testWrongCA(t, c, osp) })
 	t.Run("TamperedBootstrapIsRefused", func(t *testing.T) { testTamperedBootstrap(t, c, osp) })
 	t.Run("RevokedProvisioningTokenFails", func(t *testing.T) { testRevokedToken(t, c, osp) })
 	t.Run("FlatcarIgnitionFiles", func(t *testing.T) { testFlatcarIgnition(t, c) })
@@ -198,7 +199,8 @@ func checkBootstrapFetch(t *testing.T, c *cluster, md *clusterv1alpha1.MachineDe
 	if st["Result"] != "success" || st.restarts() != 0 {
 		t.Errorf("%s: %s", bootstrapUnit, st)
 	}
-	if bad := grepLines(journal, `refused|TLS verification|curl exit|failed`); len(bad) > 0 {
+	// The script's own messages (prefixed with its name) report refusals, TLS failures and retries.
+	if bad := grepLines(journal, `osm-bootstrap: .*(refused|TLS|curl exit|retrying)|curl: \(`); len(bad) > 0 {
 		t.Errorf("%s journal reports problems:\n%s", bootstrapUnit, strings.Join(bad, "\n"))
 	}
 	t.Logf("%s journal:\n%s", bootstrapUnit, tail(journal, 15))
@@ -413,6 +415,43 @@ func kubeletCertDir(n *node) string {
 		return m[1]
 	}
 	return "/var/lib/kubelet/pki"
+}
+
+// testWrongCA: a bootstrap whose CA did not sign the API server's certificate never talks to the API server:
+// the fetch verifies TLS with the CA file and fails with curl's certificate error, which shows the positive
+// case's fetch was verified with the cluster CA, not merely encrypted.
+func testWrongCA(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile) {
+	md := c.createMD(t, "e2e-wrong-ca", "debian", osp.Name)
+	boot, _ := c.userData(t, md)
+	nodeName := "e2e-wrong-ca-0"
+	// The harness's client CA: a real CA, but not the one that signed the serving certificate.
+	userData := rewriteCloudConfig(t, machineUserData(boot.Data[render.CloudConfigKey], nodeName),
+		strings.TrimSpace(string(c.cfg.CAData)), strings.TrimSpace(string(c.ca.certPEM)))
+	n := bootNode(t, nodeOptions{Name: nodeName, UserData: userData, Units: debianUnits, Lifetime: 5 * time.Minute})
+	err := n.waitUntil(bootstrapUnit+" fails", 3*time.Minute, func(st map[string]unitState) (bool, error) {
+		return st[bootstrapUnit].failedOnce(), nil
+	})
+	r := n.collect()
+	if err != nil {
+		r.diagnose(t, bootstrapUnit)
+		t.Fatal(err)
+	}
+	journal := r.unitJournal(bootstrapUnit)
+	tls := grepLines(journal, `curl: \(60\)|curl exit 60`)
+	if len(tls) == 0 {
+		t.Errorf("%s journal shows no certificate verification failure (curl exit 60):\n%s", bootstrapUnit, tail(journal, 20))
+	}
+	for _, l := range tls {
+		t.Logf("%s", l)
+	}
+	if reads := c.audit(t, func(e auditEvent) bool {
+		return e.ObjectRef != nil && e.ObjectRef.Name == render.ProvisioningSecretName(md) && strings.HasPrefix(e.UserAgent, "curl/")
+	}); len(reads) > 0 {
+		t.Errorf("the node reached the API server although it cannot have verified it: %v", reads)
+	}
+	if n.file("/etc/kubernetes/bootstrap-kubelet.conf").exists {
+		t.Error("provisioning files on the node although the fetch failed")
+	}
 }
 
 // testTamperedBootstrap: a node whose bootstrap names another MachineDeployment's provisioning Secret is

@@ -23,7 +23,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -43,6 +45,11 @@ var harness struct {
 	Artifacts string
 	// KubeVersion, CNIVersion and CRICtlVersion are what the mirror serves.
 	KubeVersion, CNIVersion, CRICtlVersion string
+	// Cache is the node e2e cache directory (hack/e2e-node/binaries.sh).
+	Cache string
+	// lock is held while this process boots nodes: nodes share the host's kernel settings and network
+	// namespace, so two runs on one host would undo each other's changes.
+	lock *os.File
 }
 
 func TestMain(m *testing.M) {
@@ -90,7 +97,11 @@ func setup() error {
 			vars[k] = v
 		}
 	}
-	harness.Mirror, harness.Ignition = vars["E2E_MIRROR"], vars["E2E_IGNITION"]
+	harness.Mirror, harness.Ignition, harness.Cache = vars["E2E_MIRROR"], vars["E2E_IGNITION"], vars["E2E_CACHE"]
+	if err := lockHost(); err != nil {
+		return err
+	}
+	recoverStaleRun()
 	harness.KubeVersion, harness.CNIVersion, harness.CRICtlVersion = vars["E2E_KUBE_VERSION"], vars["E2E_CNI_VERSION"], vars["E2E_CRICTL_VERSION"]
 	if harness.Artifacts = os.Getenv("OSM_E2E_ARTIFACTS"); harness.Artifacts != "" {
 		err = os.MkdirAll(harness.Artifacts, 0o755)
@@ -101,6 +112,47 @@ func setup() error {
 		return err
 	}
 	return os.Chmod(harness.Artifacts, 0o755)
+}
+
+// lockHost takes the host-wide lock of node e2e runs, waiting for another run to finish.
+func lockHost() error {
+	path := filepath.Join(harness.Cache, "run.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		fmt.Fprintf(os.Stderr, "node e2e: another run holds %s; waiting for it\n", path)
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			return err
+		}
+	}
+	harness.lock = f
+	return nil
+}
+
+// recoverStaleRun undoes what a run killed before its cleanup left behind: nodes still running in their
+// cgroups (killed through cgroup.kill), the cgroups, and host sysctls the node changed (restored from the
+// snapshot taken before its boot). Packet filter tables it added cannot be told apart from others' and are
+// left alone.
+func recoverStaleRun() {
+	for _, root := range cgroupRoots() {
+		stale, _ := filepath.Glob(filepath.Join(root, "osm-e2e-*"))
+		for _, cg := range stale {
+			_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
+			for i := 0; i < 50 && cgroupBusy(cg); i++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+			if err := removeCgroupTree(cg); err != nil {
+				fmt.Fprintf(os.Stderr, "node e2e: stale cgroup %s of an earlier run: %v\n", cg, err)
+			} else {
+				fmt.Fprintf(os.Stderr, "node e2e: removed stale cgroup %s of an earlier run\n", cg)
+			}
+		}
+	}
+	if restored := restoreSysctlSnapshot(); len(restored) > 0 {
+		fmt.Fprintf(os.Stderr, "node e2e: restored host sysctls an earlier run left changed: %s\n", strings.Join(restored, ", "))
+	}
 }
 
 // script runs one of the hack/e2e-node scripts and returns its stdout; its stderr (build progress) goes to

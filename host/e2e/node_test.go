@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -108,6 +109,9 @@ func bootNode(t *testing.T, opts nodeOptions) *node {
 		opts.Prepare(t, n.root)
 	}
 	n.sysctls = snapshotSysctls()
+	if data, err := json.Marshal(n.sysctls); err == nil {
+		_ = os.WriteFile(sysctlSnapshotPath(), data, 0o600)
+	}
 	n.nftWas = n.nftTables()
 	n.start(opts.Lifetime)
 	t.Logf("node %s: booting (rootfs %s, console %s)", n.name, n.root, n.console)
@@ -326,18 +330,8 @@ exec timeout --kill-after=15 %d systemd-nspawn --quiet --boot --directory=%s --m
 // nodeCgroups creates the node's cgroups: one in the cgroup v2 hierarchy, where the node's systemd runs, and
 // one in the named systemd v1 hierarchy of a hybrid host, so that nothing lands in the hierarchies' roots.
 func nodeCgroups(t *testing.T, name string) []string {
-	var roots []string
-	if isCgroup2("/sys/fs/cgroup") {
-		roots = []string{"/sys/fs/cgroup"}
-	} else {
-		for _, r := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd"} {
-			if _, err := os.Stat(r + "/cgroup.procs"); err == nil {
-				roots = append(roots, r)
-			}
-		}
-	}
 	var out []string
-	for _, r := range roots {
+	for _, r := range cgroupRoots() {
 		cg := filepath.Join(r, "osm-e2e-"+name)
 		if err := os.Mkdir(cg, 0o755); err != nil {
 			t.Fatalf("creating the node's cgroup: %v", err)
@@ -345,6 +339,34 @@ func nodeCgroups(t *testing.T, name string) []string {
 		out = append(out, cg)
 	}
 	return out
+}
+
+// cgroupRoots are the hierarchies nodes get cgroups in.
+func cgroupRoots() []string {
+	if isCgroup2("/sys/fs/cgroup") {
+		return []string{"/sys/fs/cgroup"}
+	}
+	var roots []string
+	for _, r := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd"} {
+		if _, err := os.Stat(r + "/cgroup.procs"); err == nil {
+			roots = append(roots, r)
+		}
+	}
+	return roots
+}
+
+// cgroupBusy reports whether a process is left in the cgroup tree.
+func cgroupBusy(root string) bool {
+	busy := false
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "cgroup.procs" {
+			if data, _ := os.ReadFile(p); len(bytes.TrimSpace(data)) > 0 {
+				busy = true
+			}
+		}
+		return nil
+	})
+	return busy
 }
 
 func isCgroup2(path string) bool {
@@ -451,8 +473,15 @@ func (n *node) cleanup() {
 	}
 }
 
-// removeCgroup removes a node's cgroup tree, children first. The node has powered off, so the tree is empty.
+// removeCgroup removes a node's cgroup tree. The node has powered off, so the tree is empty.
 func removeCgroup(t *testing.T, root string) {
+	if err := removeCgroupTree(root); err != nil {
+		t.Errorf("removing cgroup %s: %v", root, err)
+	}
+}
+
+// removeCgroupTree removes a cgroup and its children, children first.
+func removeCgroupTree(root string) error {
 	var dirs []string
 	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -462,9 +491,34 @@ func removeCgroup(t *testing.T, root string) {
 	})
 	for i := len(dirs) - 1; i >= 0; i-- {
 		if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("removing cgroup %s: %v", dirs[i], err)
+			return err
 		}
 	}
+	return nil
+}
+
+// sysctlSnapshotPath keeps the snapshot of a running node on disk, so that a run killed before its cleanup
+// is undone by the next one (recoverStaleRun).
+func sysctlSnapshotPath() string { return filepath.Join(harness.Cache, "sysctl-snapshot.json") }
+
+// restoreSysctlSnapshot restores the host sysctls of a snapshot left on disk, and removes it.
+func restoreSysctlSnapshot() []string {
+	data, err := os.ReadFile(sysctlSnapshotPath())
+	if err != nil {
+		return nil
+	}
+	var snap map[string]string
+	if json.Unmarshal(data, &snap) != nil {
+		return nil
+	}
+	var restored []string
+	for p, before := range snap {
+		if now, err := readSysctl(p); err == nil && now != before && os.WriteFile(p, []byte(before), 0) == nil {
+			restored = append(restored, p)
+		}
+	}
+	_ = os.Remove(sysctlSnapshotPath())
+	return restored
 }
 
 // snapshotSysctls reads every writable sysctl of the host.
@@ -538,6 +592,7 @@ func (n *node) restoreSysctls() {
 		}
 	}
 	n.sysctls = nil
+	_ = os.Remove(sysctlSnapshotPath())
 	if len(restored) > 0 {
 		n.t.Logf("node %s: restored the host sysctls it changed: %s", n.name, strings.Join(restored, ", "))
 	}
