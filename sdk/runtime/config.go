@@ -25,9 +25,11 @@ type Config struct {
 	// Default DefaultMemoryLimit.
 	MemoryLimit uint64
 	// Timeout bounds every call, including the first call's language-runtime start-up. Interrupting guest code
-	// needs wazero's close-on-context-done mode, in which every loop back-edge of the guest exits to Go to check
-	// the module's state (~30 ns a loop iteration, ~1 µs a Go allocation in the guest). It is always on: a
-	// plugin must never be able to hold a controller worker forever. Default DefaultTimeout.
+	// needs a check in every loop: on the fast path a fuel counter instrumented into the module (a few
+	// instructions per loop iteration and function entry, see package wasmbin), otherwise wazero's
+	// close-on-context-done mode, in which every loop back-edge exits to Go to check the module's state (~30 ns a
+	// loop iteration, ~1 µs a Go allocation in the guest). It is always on: a plugin must never be able to hold
+	// a controller worker forever. Default DefaultTimeout.
 	Timeout time.Duration
 	// CacheDir keeps compiled machine code on disk across restarts. Empty means memory only. The directory
 	// must be private to this process's user: wazero trusts what it finds there.
@@ -45,6 +47,12 @@ type Config struct {
 	// processes, CPU throttling) they were measured at up to 3 s, and cold compiles happen once per digest
 	// anyway when CacheDir is set.
 	CompileWorkers int
+	// DisableFastPath runs every module on the standard Extism path, even modules that export the fast I/O path
+	// of SPEC.md §8 (every plugin built with the guest package). The two paths give the same results; the fast
+	// one moves a render's request and response with one copy each instead of a host call per eight bytes and
+	// interrupts the guest with an instrumented counter instead of wazero's per-iteration exit to Go, which makes
+	// a realistic render three to four times faster. For tests and for comparing the paths.
+	DisableFastPath bool
 	// Hooks receive metrics and guest output.
 	Hooks Hooks
 }

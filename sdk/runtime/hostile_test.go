@@ -18,10 +18,28 @@ import (
 // hostileTimeout is short so the suite stays quick; what matters is that the loop is interrupted at all.
 const hostileTimeout = 2 * time.Second
 
+// paths are the two ways the runtime calls a plugin built with the guest package: the fast I/O path (SPEC.md
+// §8, the default) and the standard Extism path. Tests about containment and the sandbox run on both.
+var paths = []struct {
+	name string
+	want string // runtime.PathOf the guest package's plugins
+	cfg  runtime.Config
+}{
+	{name: "fast", want: "fast+metered"},
+	{name: "standard", want: "standard", cfg: runtime.Config{DisableFastPath: true}},
+}
+
 // TestHostilePluginsAreContained runs every hostile plugin at the same time as a stream of renders through a
 // healthy plugin on the same runtime. Each hostile call must fail with its own reason and a message naming
-// the plugin, every healthy render must succeed, and nothing may be left running afterwards.
+// the plugin, every healthy render must succeed, and nothing may be left running afterwards. It does so on
+// the fast path and on the standard path.
 func TestHostilePluginsAreContained(t *testing.T) {
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) { testHostilePlugins(t, p.cfg, p.want) })
+	}
+}
+
+func testHostilePlugins(t *testing.T, cfg runtime.Config, wantPath string) {
 	// Build and read the modules before counting goroutines.
 	for _, name := range []string{"healthy", "loop", "alloc", "panic", "badjson", "abiv2"} {
 		testPlugin(t, name)
@@ -29,16 +47,15 @@ func TestHostilePluginsAreContained(t *testing.T) {
 	baseline := goruntime.NumGoroutine()
 
 	var failures sync.Map // reason -> count, from the Called hook
-	rt, err := runtime.New(runtime.Config{
-		Timeout:  hostileTimeout,
-		CacheDir: sharedCacheDir(t),
-		Hooks: runtime.Hooks{Called: func(e runtime.CallEvent) {
-			if e.Err != nil {
-				n, _ := failures.LoadOrStore(e.Err.Reason, new(atomic.Int64))
-				n.(*atomic.Int64).Add(1)
-			}
-		}},
-	})
+	cfg.Timeout = hostileTimeout
+	cfg.CacheDir = sharedCacheDir(t)
+	cfg.Hooks = runtime.Hooks{Called: func(e runtime.CallEvent) {
+		if e.Err != nil {
+			n, _ := failures.LoadOrStore(e.Err.Reason, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
+	}}
+	rt, err := runtime.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +116,9 @@ func TestHostilePluginsAreContained(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			m, err := rt.Load(ctx, tt.plugin, testPlugin(t, tt.plugin))
+			if err == nil && tt.plugin != "badjson" && runtime.PathOf(m) != wantPath {
+				t.Errorf("%s runs on the %s path, want %s", tt.plugin, runtime.PathOf(m), wantPath)
+			}
 			if err == nil && tt.run != nil {
 				err = tt.run(m)
 			}

@@ -16,19 +16,30 @@ import (
 // instance is one instantiation of a module with its own memory and captured output. It is owned by one
 // goroutine at a time: wazero instances are not safe for concurrent calls.
 type instance struct {
-	plugin *extism.Plugin
+	plugin *extism.Plugin // the standard path, or
+	fast   *fastInstance  // the fast path (SPEC.md §8)
 	memory *memoryMeter
 	stdout *capture
 	stderr *capture
+	// broken is set when the instance must not serve another call although its call did not fail.
+	broken bool
 }
 
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	inst := &instance{memory: &memoryMeter{}, stdout: newCapture(m.rt.cfg.MaxOutputBytes), stderr: newCapture(m.rt.cfg.MaxOutputBytes)}
+	if m.compiled.fast != nil {
+		fi, err := m.compiled.fast.instantiate(ctx, inst)
+		if err != nil {
+			return nil, err
+		}
+		inst.fast = fi
+		return inst, nil
+	}
 	// A fresh ModuleConfig keeps wazero's sandbox defaults: no arguments, no environment, no preopened
 	// directories, a fake wall clock and monotonic clock, and a deterministic random source. Extism sets none
 	// of them (except stdout/stderr when EXTISM_ENABLE_WASI_OUTPUT is set in the controller's environment).
 	mc := wazero.NewModuleConfig().WithStdout(inst.stdout).WithStderr(inst.stderr)
-	p, err := m.compiled.Instance(experimental.WithMemoryAllocator(ctx, inst.memory), extism.PluginInstanceConfig{ModuleConfig: mc})
+	p, err := m.compiled.extism.Instance(experimental.WithMemoryAllocator(ctx, inst.memory), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +55,10 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 }
 
 func (i *instance) close() {
+	if i.fast != nil {
+		i.fast.close()
+		return
+	}
 	_ = i.plugin.Close(context.Background())
 }
 
@@ -63,9 +78,34 @@ func (i *instance) call(ctx context.Context, m *Module, export string, in []byte
 			res = result{fail: m.fail(export, ReasonTrap, fmt.Sprintf("host error while calling the guest: %v", r), nil)}
 		}
 	}()
+	if i.fast != nil {
+		return i.callFast(ctx, callCtx, m, export, in)
+	}
 	_, out, err := i.plugin.CallWithContext(callCtx, export, in)
 	if err == nil {
 		return result{out: out}
+	}
+	return result{fail: i.classify(ctx, callCtx, m, export, err)}
+}
+
+// callFast is call on the fast path. Its failures are classified like the standard path's, so that a plugin
+// fails the same way on both.
+func (i *instance) callFast(ctx, callCtx context.Context, m *Module, export string, in []byte) result {
+	out, failed, err := i.fast.invoke(callCtx, export, in)
+	switch {
+	case err == nil && failed:
+		return result{fail: m.fail(export, ReasonPluginError, string(out), nil)}
+	case err == nil:
+		return result{out: out}
+	case exitedCleanly(err) && ctx.Err() == nil && callCtx.Err() == nil:
+		// Extism reports a guest that exited with status 0 as a call without output; the instance is gone.
+		i.broken = true
+		return result{out: []byte{}}
+	}
+	var garbage *errFastOutput
+	if errors.As(err, &garbage) && ctx.Err() == nil && callCtx.Err() == nil {
+		return result{fail: m.failStderr(export, ReasonInvalidOutput, "broke the fast-path calling convention: "+garbage.msg,
+			i.stderr.String()+i.stdout.String(), err)}
 	}
 	return result{fail: i.classify(ctx, callCtx, m, export, err)}
 }
@@ -83,7 +123,7 @@ func (i *instance) classify(ctx, callCtx context.Context, m *Module, export stri
 	}
 	// A guest that set the Extism error returned normally: its message is the error, and the instance is
 	// fine. A trap leaves the error channel empty (Extism resets it before each call).
-	if msg := i.plugin.GetError(); !isExit && msg != "" && msg == err.Error() {
+	if msg := i.pluginError(); !isExit && msg != "" && msg == err.Error() {
 		return m.fail(export, ReasonPluginError, msg, nil)
 	}
 	first := firstLine(err.Error())
@@ -95,6 +135,14 @@ func (i *instance) classify(ctx, callCtx context.Context, m *Module, export stri
 	default:
 		return m.failStderr(export, ReasonTrap, "trapped: "+first, stderr, err)
 	}
+}
+
+// pluginError is the Extism error the guest set. On the fast path guest errors are results, never errors.
+func (i *instance) pluginError() string {
+	if i.plugin == nil {
+		return ""
+	}
+	return i.plugin.GetError()
 }
 
 // outOfMemory recognises the Go runtime's and wazero's wording for a failed memory.grow.

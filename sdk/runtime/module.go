@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync"
 	"time"
 
-	extism "github.com/extism/go-sdk"
-
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/internal/fastio"
+	"github.com/osmhq/osm/sdk/internal/wirejson"
 )
 
 // Module is a loaded plugin: compiled code, validated metadata and a pool of idle instances. It is safe for
@@ -18,7 +19,7 @@ type Module struct {
 	rt       *Runtime
 	name     string
 	digest   string
-	compiled *extism.CompiledPlugin
+	compiled *compiledModule
 	meta     abi.Metadata
 	exports  map[string]bool
 
@@ -29,7 +30,7 @@ type Module struct {
 	inflight sync.WaitGroup
 }
 
-func newModule(rt *Runtime, name, digest string, compiled *extism.CompiledPlugin) *Module {
+func newModule(rt *Runtime, name, digest string, compiled *compiledModule) *Module {
 	return &Module{rt: rt, name: name, digest: digest, compiled: compiled, idle: make(chan *instance, rt.cfg.MaxIdleInstances)}
 }
 
@@ -57,9 +58,12 @@ func (m *Module) init(ctx context.Context) (err error) {
 	if err != nil {
 		return m.fail("", ReasonInvalidModule, "cannot instantiate module: "+err.Error(), err)
 	}
-	m.exports = map[string]bool{}
-	for name := range inst.plugin.Module().ExportedFunctions() {
-		m.exports[name] = true
+	m.exports = m.compiled.exports
+	if m.exports == nil {
+		m.exports = map[string]bool{}
+		for name := range inst.plugin.Module().ExportedFunctions() {
+			m.exports[name] = true
+		}
 	}
 	for _, required := range []string{abi.ExportMetadata, abi.ExportRender} {
 		if !m.exports[required] {
@@ -153,10 +157,22 @@ func (m *Module) typedCall(ctx context.Context, export string, req, resp any) er
 	if err != nil {
 		return err
 	}
-	if err := json.Unmarshal(out, resp); err != nil {
+	if err := decodeOutput(out, resp); err != nil {
 		return m.fail(export, ReasonInvalidOutput, "output is not a valid "+export+" response: "+err.Error(), err)
 	}
 	return nil
+}
+
+// decodeOutput decodes an export's output like encoding/json, about four times faster: a realistic render
+// response took ~190 µs with encoding/json. The SDK's codec is held to encoding/json's results by differential
+// and fuzz tests; when it refuses a document, encoding/json decodes it again, so that the error (and, should
+// the two ever disagree, the result) is encoding/json's.
+func decodeOutput(out []byte, resp any) error {
+	if wirejson.Unmarshal(out, resp) == nil {
+		return nil
+	}
+	reflect.ValueOf(resp).Elem().SetZero() // forget what the failed decode filled in
+	return json.Unmarshal(out, resp)
 }
 
 // Call runs an export on raw input and returns its raw output. Render, Validate and Encode are the typed
@@ -165,6 +181,9 @@ func (m *Module) Call(ctx context.Context, export string, in []byte) (_ []byte, 
 	defer m.observe(export, time.Now(), &err)
 	if !m.exports[export] {
 		return nil, m.fail(export, ReasonMissingExport, "module does not export "+export, nil)
+	}
+	if _, abiExport := fastio.ID(export); m.compiled.fast != nil && !abiExport {
+		return nil, m.fail(export, ReasonMissingExport, export+" is not an ABI export, and a module on the fast path serves only those", nil)
 	}
 	return m.call(ctx, export, in, nil)
 }
@@ -230,6 +249,10 @@ func (m *Module) acquire(ctx context.Context) (*instance, error) {
 
 // release returns a healthy instance to the pool, or closes it when the pool is full or the module closed.
 func (m *Module) release(inst *instance) {
+	if inst.broken {
+		inst.close()
+		return
+	}
 	if inst.memory.bytes() > m.rt.cfg.IdleMemoryLimit {
 		// WebAssembly memory never shrinks: do not let one large render pin its peak while idle.
 		inst.close()

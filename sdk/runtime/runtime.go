@@ -15,6 +15,8 @@ import (
 	extism "github.com/extism/go-sdk"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/osmhq/osm/sdk/internal/wasmbin"
 )
 
 // Runtime loads and caches plugin modules. It is safe for concurrent use.
@@ -184,7 +186,7 @@ func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte) (*
 	return m, nil
 }
 
-func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte) (*extism.CompiledPlugin, error) {
+func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte) (*compiledModule, error) {
 	r.compileMu.Lock()
 	defer r.compileMu.Unlock()
 
@@ -195,16 +197,8 @@ func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte)
 			layer = LayerDisk
 		}
 	}
-	rc := wazero.NewRuntimeConfig().
-		WithCompilationCache(r.cache).
-		WithMemoryLimitPages(r.cfg.memoryPages()).
-		// Without this a guest in a tight loop cannot be interrupted.
-		WithCloseOnContextDone(true)
 	start := time.Now()
-	compiled, err := extism.NewCompiledPlugin(experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers), extism.Manifest{
-		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
-		// No AllowedHosts and no AllowedPaths: Extism denies every HTTP request and mounts nothing.
-	}, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
+	compiled, err := r.compileModule(ctx, wasm)
 	ev := CompileEvent{Plugin: name, Digest: digest, Duration: time.Since(start), Layer: layer}
 	if err != nil {
 		ev.Err = err
@@ -221,13 +215,56 @@ func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte)
 	return compiled, nil
 }
 
+// compiledModule is a module's machine code, ready to instantiate on the fast path or through Extism.
+type compiledModule struct {
+	fast   *fastRuntime           // set when the module runs on the fast path (SPEC.md §8)
+	extism *extism.CompiledPlugin // set otherwise
+	// exports are the module's function exports; nil for Extism, where the first instance tells.
+	exports map[string]bool
+}
+
+func (c *compiledModule) Close(ctx context.Context) error {
+	if c.fast != nil {
+		return c.fast.rt.Close(ctx)
+	}
+	return c.extism.Close(ctx)
+}
+
+// compileModule compiles wasm for the fast path when the module exports it, and through Extism otherwise.
+func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*compiledModule, error) {
+	rc := wazero.NewRuntimeConfig().
+		WithCompilationCache(r.cache).
+		WithMemoryLimitPages(r.cfg.memoryPages()).
+		// Without this a guest in a tight loop cannot be interrupted.
+		WithCloseOnContextDone(true)
+	ctx = experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers)
+	if !r.cfg.DisableFastPath {
+		if info, err := wasmbin.Parse(wasm); err == nil && fastCapable(info) {
+			return r.compileFast(ctx, rc, wasm, info)
+		}
+	}
+	compiled, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
+		// No AllowedHosts and no AllowedPaths: Extism denies every HTTP request and mounts nothing.
+	}, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &compiledModule{extism: compiled}, nil
+}
+
 // marker is the file that records that the disk cache holds the digest's machine code. wazero does not say
 // whether a compilation hit its cache; the marker lets the cache-hit metric tell restarts from cold starts.
 func (r *Runtime) marker(digest string) string {
 	if r.markerDir == "" {
 		return ""
 	}
-	return filepath.Join(r.markerDir, fmt.Sprintf("%s-%d", digest[len("sha256:"):], r.cfg.memoryPages()))
+	name := fmt.Sprintf("%s-%d", digest[len("sha256:"):], r.cfg.memoryPages())
+	if !r.cfg.DisableFastPath {
+		// The fast path compiles instrumented code (wasmbin.Instrument), which the cache keys by its own bytes.
+		name += "-fast" + wasmbin.Version
+	}
+	return filepath.Join(r.markerDir, name)
 }
 
 // wazeroVersion returns the wazero version linked in, which keys its cache entries as well.

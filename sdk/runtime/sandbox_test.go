@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,10 +12,23 @@ import (
 )
 
 // TestSandbox checks what a plugin can see: a fake clock, deterministic randomness, no file system, no
-// network and no environment — and that two fresh instances therefore render byte for byte the same.
+// network and no environment — and that two fresh instances therefore render byte for byte the same, on the
+// fast path and on the standard path alike.
 func TestSandbox(t *testing.T) {
-	// No idle instances: every render runs on a fresh instance.
-	m := load(t, newRuntime(t, runtime.Config{MaxIdleInstances: -1}), "sandbox")
+	var reports []map[string]string
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			cfg := p.cfg
+			cfg.MaxIdleInstances = -1 // every render runs on a fresh instance
+			reports = append(reports, sandboxReport(t, load(t, newRuntime(t, cfg), "sandbox")))
+		})
+	}
+	if len(reports) == 2 && !maps.Equal(reports[0], reports[1]) {
+		t.Errorf("the fast path's sandbox differs from the standard path's:\n%v\n%v", reports[0], reports[1])
+	}
+}
+
+func sandboxReport(t *testing.T, m *runtime.Module) map[string]string {
 	report := func() map[string]string {
 		t.Helper()
 		resp, err := m.Render(context.Background(), renderRequest())
@@ -41,6 +55,7 @@ func TestSandbox(t *testing.T) {
 			t.Errorf("%s = %q, want %q (fs/net: whether access failed)", key, first[key], want)
 		}
 	}
+	return first
 }
 
 // TestCacheLayers follows one module through a cold compile, a load from memory and, after a restart, a load

@@ -17,7 +17,13 @@ func Marshal(v any) ([]byte, error) { return MarshalSize(v, 1024) }
 // MarshalSize is Marshal with a guess of the output size, which saves the buffer's regrowth (each allocation
 // is expensive in the sandbox). A render's response is usually about as large as its request.
 func MarshalSize(v any, size int) ([]byte, error) {
-	e := encoder{buf: make([]byte, 0, size)}
+	return AppendMarshal(make([]byte, 0, size), v)
+}
+
+// AppendMarshal appends the encoding of v to dst and returns the extended buffer, so that a caller encoding
+// many values can reuse one buffer instead of allocating and regrowing one per value.
+func AppendMarshal(dst []byte, v any) ([]byte, error) {
+	e := encoder{buf: dst}
 	if ok, err := encodeGenerated(&e, v); ok {
 		if err != nil {
 			return nil, err

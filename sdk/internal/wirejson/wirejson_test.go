@@ -281,3 +281,21 @@ func benchData(b *testing.B) []byte {
 	}
 	return data
 }
+
+func TestAppendMarshal(t *testing.T) {
+	v := abi.RenderResponse{ABIVersion: "v1", Config: abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/a", 644, "<x>\n")}}}
+	want, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := []byte("prefix")
+	got, err := AppendMarshal(buf, &v)
+	if err != nil || string(got) != "prefix"+string(want) {
+		t.Errorf("AppendMarshal = %s, %v; want prefix%s", got, err, want)
+	}
+	// Reusing the storage of an earlier result.
+	again, err := AppendMarshal(got[:0], v)
+	if err != nil || string(again) != string(want) {
+		t.Errorf("AppendMarshal into reused storage = %s, %v; want %s", again, err, want)
+	}
+}
