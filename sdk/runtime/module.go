@@ -176,7 +176,7 @@ func decodeOutput(out []byte, resp any) error {
 }
 
 // Call runs an export on raw input and returns its raw output. Render, Validate and Encode are the typed
-// versions the host normally uses.
+// versions the host normally uses. A module on the fast path (SPEC.md §8) answers only the ABI exports.
 func (m *Module) Call(ctx context.Context, export string, in []byte) (_ []byte, err error) {
 	defer m.observe(export, time.Now(), &err)
 	if !m.exports[export] {

@@ -21,11 +21,16 @@ func unquoteMask(x uint64) uint64 {
 
 // quoteMask is unquoteMask for encoding: it also flags <, >, & (which encoding/json escapes) and non-ASCII
 // bytes (which need a UTF-8 check).
+//
+// It is written out (rather than calling unquoteMask) to stay within the compiler's inlining budget: the
+// encoder calls it for every eight bytes of every string, and in the sandbox a call costs more than the test.
 func quoteMask(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	b := x ^ (ones * '\\')
 	lt := x ^ (ones * '<')
 	gt := x ^ (ones * '>')
 	amp := x ^ (ones * '&')
-	return unquoteMask(x) | (((lt-ones)&^lt)|((gt-ones)&^gt)|((amp-ones)&^amp))&highs | x&highs
+	return ((q-ones)&^q | (b-ones)&^b | (x-ones*0x20)&^x | (lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp | x) & highs
 }
 
 // stringWord loads eight bytes of s at i, little-endian, without converting s to a byte slice (which would
