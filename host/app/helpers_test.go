@@ -35,6 +35,7 @@ import (
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/host/webhooks"
+	"github.com/osmhq/osm/plugins/pluginstest"
 	"github.com/osmhq/osm/sdk/plugintest"
 )
 
@@ -124,7 +125,7 @@ func fillDefaults(t *testing.T, env *testenv.Env, opts *app.Options) {
 	if opts.HealthProbeAddress == "" {
 		opts.HealthProbeAddress = "0"
 	}
-	opts.Plugins = plugin.Config{CacheDir: filepath.Join(os.TempDir(), "osm-test-plugin-cache"), Timeout: 2 * time.Second, MemoryLimit: 128 << 20}
+	opts.Plugins = plugin.Config{CacheDir: pluginstest.CacheDir(t), Timeout: 2 * time.Second, MemoryLimit: 128 << 20}
 	if env.Webhook != nil && env.Webhook.LocalServingPort != 0 {
 		opts.Webhook = webhook.Options{Host: env.Webhook.LocalServingHost, Port: env.Webhook.LocalServingPort, CertDir: env.Webhook.LocalServingCertDir}
 	}

@@ -32,3 +32,14 @@ func Dist(t testing.TB) fs.FS {
 	}
 	return os.DirFS(filepath.Join(root, "plugins", "dist"))
 }
+
+// CacheDir is where tests keep compiled plugins between runs and packages: compiling a plugin takes seconds
+// (far more under the race detector), loading it from this cache a tenth of one.
+func CacheDir(t testing.TB) string {
+	t.Helper()
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "osm", "test-plugin-cache")
+}
