@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -24,6 +26,7 @@ import (
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/encode/cloudinit/cloudinittest"
 	"github.com/osmhq/osm/host/render"
@@ -49,16 +52,97 @@ var debianUnits = []string{"cloud-init-local.service", "cloud-init.service", "cl
 // TestNodes runs the node scenarios against one control plane and one controller.
 func TestNodes(t *testing.T) {
 	c := startCluster(t)
-	c.startOSM(t, nil)
+	expiry := os.Getenv("OSM_E2E_EXPIRY") != ""
+	c.startOSM(t, func(o *app.Options) {
+		if expiry {
+			// The shortest lifetime TokenRequest grants (authentication/validation.MinTokenAgeSec).
+			o.ProvisioningTokenTTL = 10 * time.Minute
+		}
+	})
 	// containerdSource=preinstalled: the rootfs has containerd 2.x (hack/e2e-node/rootfs.sh), because Docker's
 	// repository, the plugin's default source, is not reachable here and Debian 12's containerd is too old.
 	osp := c.airgappedProfile(t, "osp-debian-12", "osp-debian-12-airgapped", map[string]string{"containerdSource": "preinstalled"})
+	// The expiry case takes its user-data first, so that the other scenarios run while the token ages.
+	var expiring *expiringUserData
+	if expiry {
+		expiring = takeExpiringUserData(t, c, osp)
+	}
 
 	t.Run("DebianJoins", func(t *testing.T) { testDebianJoins(t, c, osp) })
 	t.Run("WrongCAIsRejected", func(t *testing.T) { testWrongCA(t, c, osp) })
 	t.Run("TamperedBootstrapIsRefused", func(t *testing.T) { testTamperedBootstrap(t, c, osp) })
 	t.Run("RevokedProvisioningTokenFails", func(t *testing.T) { testRevokedToken(t, c, osp) })
 	t.Run("FlatcarIgnitionFiles", func(t *testing.T) { testFlatcarIgnition(t, c) })
+	t.Run("ExpiredProvisioningTokenFails", func(t *testing.T) {
+		if expiring == nil {
+			t.Skip("set OSM_E2E_EXPIRY=1: the controller then issues 10-minute provisioning tokens (the API server's minimum) and this case waits for one to expire")
+		}
+		testExpiredToken(t, c, expiring)
+	})
+}
+
+// expiringUserData is a machine's user-data taken when its provisioning token was issued.
+type expiringUserData struct {
+	md       *clusterv1alpha1.MachineDeployment
+	userData []byte
+	token    string
+	expires  time.Time
+}
+
+func takeExpiringUserData(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile) *expiringUserData {
+	t.Helper()
+	md := c.createMD(t, "e2e-expiry", "debian", osp.Name)
+	boot, _ := c.userData(t, md)
+	token := provisioningToken(t, boot.Data[render.CloudConfigKey])
+	exp := jwtExpiry(t, token)
+	t.Logf("provisioning token of %s expires at %s (in %s)", md.Name, exp.Format(time.RFC3339), time.Until(exp).Round(time.Second))
+	return &expiringUserData{md: md, userData: machineUserData(boot.Data[render.CloudConfigKey], "e2e-expired-0"), token: token, expires: exp}
+}
+
+// testExpiredToken boots a machine whose user-data was handed out when the MachineDeployment's provisioning
+// token was issued, after that token expired (the controller has rotated it in the Secret meanwhile, which
+// does not help a machine created before): the bootstrap fails with 401 and says the token is expired.
+func testExpiredToken(t *testing.T, c *cluster, e *expiringUserData) {
+	if wait := time.Until(e.expires.Add(5 * time.Second)); wait > 0 {
+		t.Logf("waiting %s for the provisioning token to expire", wait.Round(time.Second))
+		time.Sleep(wait)
+	}
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: e.token}}
+	res, err := c.cs.AuthenticationV1().TokenReviews().Create(context.Background(), review, metav1.CreateOptions{})
+	if err != nil || res.Status.Authenticated {
+		t.Fatalf("the expired token still authenticates (%v)", err)
+	}
+	t.Logf("the API server rejects the expired token: %s", res.Status.Error)
+	n := bootNode(t, nodeOptions{Name: "e2e-expired-0", UserData: e.userData, Units: debianUnits, Lifetime: 5 * time.Minute})
+	err = n.waitUntil(bootstrapUnit+" fails", 3*time.Minute, func(st map[string]unitState) (bool, error) {
+		return st[bootstrapUnit].failedOnce(), nil
+	})
+	r := n.collect()
+	if err != nil {
+		r.diagnose(t, bootstrapUnit)
+		t.Fatal(err)
+	}
+	expectRefusal(t, c, n, r, e.md, render.ProvisioningSecretName(e.md), 401)
+}
+
+// jwtExpiry reads the exp claim of a JWT (without verifying it; the API server does that).
+func jwtExpiry(t *testing.T, token string) time.Time {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatal("the provisioning token is not a JWT")
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(claims.Exp, 0)
 }
 
 // testDebianJoins boots a Debian node from the bootstrap user-data of a MachineDeployment and follows it until

@@ -473,8 +473,16 @@ func (n *node) cleanup() {
 	}
 }
 
-// removeCgroup removes a node's cgroup tree. The node has powered off, so the tree is empty.
+// removeCgroup removes a node's cgroup tree. The node has powered off, so the tree should be empty; whatever
+// is left in it (a process that escaped nspawn's shutdown) is killed first.
 func removeCgroup(t *testing.T, root string) {
+	if cgroupBusy(root) {
+		t.Logf("processes left in %s after the node stopped; killing them", root)
+		_ = os.WriteFile(filepath.Join(root, "cgroup.kill"), []byte("1"), 0)
+		for i := 0; i < 50 && cgroupBusy(root); i++ {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	if err := removeCgroupTree(root); err != nil {
 		t.Errorf("removing cgroup %s: %v", root, err)
 	}
