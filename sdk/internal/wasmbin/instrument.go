@@ -43,7 +43,7 @@ func Instrument(wasm []byte, hookModule, hookName string, fuel int32) ([]byte, e
 	newGlobal := append([]byte{byte(I32), 0x01, 0x41}, appendS32(nil, fuel)...) // mut i32 = i32.const fuel
 	newGlobal = append(newGlobal, 0x0b)
 
-	out := append([]byte(nil), header...)
+	out := append(make([]byte, 0, len(wasm)+len(wasm)/8), header...)
 	addedGlobal, sawCode := false, false
 	for _, s := range p.sections {
 		body := s.body
@@ -135,7 +135,7 @@ func fuelCheck(global, hook uint32, fuel int32) []byte {
 func instrumentCode(sec []byte, check []byte) ([]byte, error) {
 	r := &reader{b: sec}
 	n := r.u32()
-	out := appendU32(nil, n)
+	out := appendU32(make([]byte, 0, len(sec)+len(sec)/8), n)
 	var body []byte
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		size := r.u32()
@@ -179,20 +179,33 @@ func instrumentBody(out, code, check []byte) ([]byte, error) {
 	if !loopFirst(code, r.pos) {
 		out = append(out, check...)
 	}
-	depth := 1 // the function body's own block
+	copied := r.pos // code before this is in out
+	depth := 1      // the function body's own block
 	for depth > 0 {
 		start := r.pos
-		op := r.byte()
-		if err := skipImmediates(r, op); err != nil {
-			return nil, fmt.Errorf("%w at offset %d", err, start)
+		if start >= len(code) {
+			return nil, errors.New("unexpected end of the body")
 		}
-		out = append(out, code[start:r.pos]...)
+		op := code[start]
+		r.pos++
+		// The common cases inline: no immediate, or a one-byte index.
+		switch kind := immediates[op]; {
+		case kind == immNone:
+		case kind == immU32 && r.pos < len(code) && code[r.pos] < 0x80:
+			r.pos++
+		default:
+			if err := skipImmediates(r, op); err != nil {
+				return nil, fmt.Errorf("%w at offset %d", err, start)
+			}
+		}
 		switch op {
 		case 0x02, 0x04: // block, if
 			depth++
 		case 0x03: // loop
 			depth++
+			out = append(out, code[copied:r.pos]...)
 			out = append(out, check...)
+			copied = r.pos
 		case 0x0b: // end
 			depth--
 		}
@@ -200,7 +213,7 @@ func instrumentBody(out, code, check []byte) ([]byte, error) {
 	if r.pos != len(code) {
 		return nil, fmt.Errorf("%d bytes after the end of the body", len(code)-r.pos)
 	}
-	return out, nil
+	return append(out, code[copied:]...), nil
 }
 
 // loopFirst reports whether the code from pos reaches a loop through straight-line instructions only: blocks,
@@ -222,45 +235,83 @@ func loopFirst(code []byte, pos int) bool {
 	}
 }
 
+// Immediate kinds of one-byte opcodes.
+const (
+	immInvalid byte = iota
+	immNone
+	immU32     // an index or a label
+	immU32x2   // call_indirect, loads and stores (align, offset)
+	immBlock   // a block type
+	immBrTable // a label vector and a default label
+	immSelect  // select t*
+	immS32
+	immS64
+	immF32
+	immF64
+	immMisc // the 0xfc prefix
+)
+
+// immediates is the immediate kind of every one-byte opcode the decoder knows: the MVP, sign extension,
+// reference types and tail calls (0xfc is a prefix).
+var immediates = func() (t [256]byte) {
+	set := func(kind byte, ops ...byte) {
+		for _, op := range ops {
+			t[op] = kind
+		}
+	}
+	set(immNone, 0x00, 0x01, 0x05, 0x0b, 0x0f, 0x1a, 0x1b, 0xd1)
+	for op := 0x45; op <= 0xc4; op++ {
+		t[op] = immNone
+	}
+	set(immBlock, 0x02, 0x03, 0x04, 0xd0) // block, loop, if; ref.null's heap type has the same encoding
+	set(immU32, 0x0c, 0x0d, 0x10, 0x12, 0x3f, 0x40, 0xd2)
+	for op := 0x20; op <= 0x26; op++ {
+		t[op] = immU32 // local.*, global.*, table.get/set
+	}
+	set(immU32x2, 0x11, 0x13)
+	for op := 0x28; op <= 0x3e; op++ {
+		t[op] = immU32x2
+	}
+	set(immBrTable, 0x0e)
+	set(immSelect, 0x1c)
+	set(immS32, 0x41)
+	set(immS64, 0x42)
+	set(immF32, 0x43)
+	set(immF64, 0x44)
+	set(immMisc, 0xfc)
+	return t
+}()
+
 // skipImmediates reads the immediates of the instruction op.
 func skipImmediates(r *reader, op byte) error {
 	if r.err != nil {
 		return r.err
 	}
-	switch {
-	case op == 0x02 || op == 0x03 || op == 0x04: // block, loop, if
-		r.sleb(33)
-	case op <= 0x01, op == 0x05, op == 0x0b, op == 0x0f, op == 0x1a, op == 0x1b, op == 0xd1,
-		op >= 0x45 && op <= 0xc4: // no immediates
-	case op == 0x0c, op == 0x0d, op == 0x10, op == 0x12, // br, br_if, call, return_call
-		op >= 0x20 && op <= 0x26, // local.*, global.*, table.get/set
-		op == 0x3f, op == 0x40, // memory.size/grow
-		op == 0xd2: // ref.func
+	switch immediates[op] {
+	case immNone:
+	case immU32:
 		r.u32()
-	case op == 0x0e: // br_table
+	case immU32x2:
+		r.u32()
+		r.u32()
+	case immBlock:
+		r.sleb(33)
+	case immBrTable:
 		for n := r.u32(); n > 0 && r.err == nil; n-- {
 			r.u32()
 		}
 		r.u32()
-	case op == 0x11, op == 0x13: // call_indirect, return_call_indirect
-		r.u32()
-		r.u32()
-	case op == 0x1c: // select t*
+	case immSelect:
 		r.valTypes()
-	case op >= 0x28 && op <= 0x3e: // loads and stores: align, offset
-		r.u32()
-		r.u32()
-	case op == 0x41:
+	case immS32:
 		r.sleb(32)
-	case op == 0x42:
+	case immS64:
 		r.sleb(64)
-	case op == 0x43:
+	case immF32:
 		r.bytes(4)
-	case op == 0x44:
+	case immF64:
 		r.bytes(8)
-	case op == 0xd0: // ref.null t
-		r.sleb(33)
-	case op == 0xfc:
+	case immMisc:
 		switch sub := r.u32(); {
 		case r.err != nil:
 		case sub <= 7: // saturating truncations

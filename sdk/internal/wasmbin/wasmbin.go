@@ -283,6 +283,11 @@ func (r *reader) bytes(n int) []byte {
 
 // uleb reads an unsigned LEB128 number of at most bits bits.
 func (r *reader) uleb(bits int) uint64 {
+	if r.err == nil && r.pos < len(r.b) && r.b[r.pos] < 0x80 { // the common one-byte case
+		c := r.b[r.pos]
+		r.pos++
+		return uint64(c)
+	}
 	var v uint64
 	for shift := 0; ; shift += 7 {
 		c := r.byte()
