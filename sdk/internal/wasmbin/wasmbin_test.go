@@ -18,7 +18,9 @@ func sec(id byte, body ...[]byte) []byte {
 	return append(appendU32([]byte{id}, uint32(len(b))), b...)
 }
 
-func vec(items ...[]byte) []byte { return append(appendU32(nil, uint32(len(items))), bytes.Join(items, nil)...) }
+func vec(items ...[]byte) []byte {
+	return append(appendU32(nil, uint32(len(items))), bytes.Join(items, nil)...)
+}
 
 func str(s string) []byte { return append(appendU32(nil, uint32(len(s))), s...) }
 
@@ -27,7 +29,9 @@ func code(locals []byte, body ...byte) []byte {
 	return append(appendU32(nil, uint32(len(b))), b...)
 }
 
-func module(sections ...[]byte) []byte { return append(append([]byte(nil), header...), bytes.Join(sections, nil)...) }
+func module(sections ...[]byte) []byte {
+	return append(append([]byte(nil), header...), bytes.Join(sections, nil)...)
+}
 
 // testModule imports osm.tick and exports:
 //
