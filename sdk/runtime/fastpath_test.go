@@ -164,7 +164,7 @@ func TestFastPathGarbageIsContained(t *testing.T) {
 		{"error", runtime.ReasonPluginError, "osm_render: mirror must be a URL"},
 		{"out-of-bounds", runtime.ReasonInvalidOutput, "broke the fast-path calling convention: osm_v1_call returned 16 bytes at 0x7fff0000, outside linear memory"},
 		{"length-out-of-bounds", runtime.ReasonInvalidOutput, "broke the fast-path calling convention"},
-		{"panic", runtime.ReasonPanic, "guest runtime crashed"},
+		{"panic", runtime.ReasonPanic, "panic: fast path exploded"},
 		{"loop", runtime.ReasonTimeout, "timed out after 1s"},
 		{"extism", runtime.ReasonTrap, "extism:host/env.output_set called on the fast path"},
 		{"exit", runtime.ReasonInvalidOutput, "output is not a valid osm_render response"},
