@@ -78,20 +78,24 @@ func BenchmarkInstance(b *testing.B) {
 }
 
 // BenchmarkRender is one render on a warm pooled instance, the steady state of the controller, for a small
-// request (one file, ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB). Guest time scales with
-// the request: Extism moves input and output eight bytes per host call, and wazero's interruptible mode
-// (needed for the timeout) charges every guest loop iteration and allocation.
+// request (one file, ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB), on the fast path
+// (SPEC.md §8, the default) and on the standard Extism path, where guest time scales steeply with the request:
+// Extism moves input and output eight bytes per host call, and wazero's interruptible mode (needed for the
+// timeout) leaves the machine code on every guest loop iteration.
 func BenchmarkRender(b *testing.B) {
 	m := load(b, newRuntime(b, runtime.Config{}), "healthy")
+	std := load(b, newRuntime(b, runtime.Config{DisableFastPath: true}), "healthy")
 	for _, bc := range []struct {
 		name string
+		m    *runtime.Module
 		req  *abi.RenderRequest
-	}{{"small", renderRequest()}, {"realistic", benchRequest()}} {
+	}{{"small", m, renderRequest()}, {"realistic", m, benchRequest()},
+		{"standard-path/small", std, renderRequest()}, {"standard-path/realistic", std, benchRequest()}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var lat []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				if _, err := m.Render(context.Background(), bc.req); err != nil {
+				if _, err := bc.m.Render(context.Background(), bc.req); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(start))
