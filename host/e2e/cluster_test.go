@@ -114,7 +114,7 @@ rules:
 	}
 	c.env = &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: append(defs, ext...), ErrorIfCRDPathMissing: true, Scheme: testenv.Scheme}
 	c.env.ControlPlane.APIServer = &envtest.APIServer{}
-	c.env.ControlPlane.APIServer.SecureServing.Authn = ca
+	c.env.ControlPlane.APIServer.Authn = ca
 	args := c.env.ControlPlane.GetAPIServer().Configure()
 	for k, v := range map[string]string{
 		// Nodes authenticate with bootstrap tokens until their kubelet has a certificate.

@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -404,8 +403,10 @@ func (n *node) waitUntil(what string, timeout time.Duration, cond func(map[strin
 			return fmt.Errorf("%s: %w", what, err)
 		case ok:
 			return nil
+		case !n.running() && n.waitErr != nil:
+			return fmt.Errorf("%s: the node stopped first: %w", what, n.waitErr)
 		case !n.running():
-			return fmt.Errorf("%s: the node stopped first (%v)", what, n.waitErr)
+			return fmt.Errorf("%s: the node powered off first", what)
 		case time.Now().After(deadline):
 			return fmt.Errorf("%s: not after %s", what, timeout)
 		}
@@ -819,15 +820,4 @@ func grepLines(s, pattern string) []string {
 		}
 	}
 	return out
-}
-
-// run runs a command with a timeout and returns its combined output.
-func run(ctx context.Context, timeout time.Duration, name string, args ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.Bytes(), err
 }
