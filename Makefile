@@ -18,9 +18,11 @@ demo: plugins ## Render a MachineDeployment's user-data offline with the embedde
 	go run ./cmd/osmctl render -f deploy/examples/machinedeployment-ubuntu.yaml --stage both
 
 .PHONY: test
-test: verify-generate lint plugins controlplane ## Everything CI runs: generated files, lint, unit and integration tests.
+test: verify-generate lint plugins controlplane ## Everything CI runs: generated files, lint, unit, integration and node e2e tests.
+	hack/install-deps.sh validate
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test $(GO_TEST_FLAGS) ./...
 	cd sdk && go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) --no-print-directory e2e-node
 
 .PHONY: e2e-node
 e2e-node: plugins controlplane ## Boot real nodes (systemd-nspawn, needs root) from OSM's user-data against a real kube-apiserver.
