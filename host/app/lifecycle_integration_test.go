@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -242,10 +243,32 @@ func startStoppable(t *testing.T, env *testenv.Env, opts app.Options) func() {
 	go func() { done <- mgr.Start(ctx) }()
 	return func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller stopped with: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("controller stopped with: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			// The manager gives up at 30s; what still runs now is what blocks shutdown.
+			t.Errorf("controller still stopping after 20s; goroutines:\n%s", osmGoroutines())
+			if err := <-done; err != nil {
+				t.Errorf("controller stopped with: %v", err)
+			}
 		}
 	}
+}
+
+// osmGoroutines returns the stacks of the goroutines that run OSM code, to find what holds a shutdown up.
+func osmGoroutines() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "github.com/osmhq/osm/") || strings.Contains(g, "sigs.k8s.io/controller-runtime") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // resourceVersions records the resourceVersion of every object OSM writes.

@@ -101,14 +101,24 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, 
 	r.modules[digest] = e
 	r.mu.Unlock()
 
-	e.mod, e.err = r.load(ctx, name, digest, wasm)
-	if e.err != nil && transient(e.err) {
-		r.mu.Lock()
-		delete(r.modules, digest)
-		r.mu.Unlock()
+	// Compiling is not interruptible and takes seconds (much longer under the race detector), so it runs on
+	// its own: a caller whose context ends (a controller shutting down) returns at once, and the module it
+	// asked for is still compiled and cached for whoever asks next.
+	go func() {
+		e.mod, e.err = r.load(context.WithoutCancel(ctx), name, digest, wasm)
+		if e.err != nil && transient(e.err) {
+			r.mu.Lock()
+			delete(r.modules, digest)
+			r.mu.Unlock()
+		}
+		close(e.done)
+	}()
+	select {
+	case <-e.done:
+		return e.mod, e.err
+	case <-ctx.Done():
+		return nil, &Error{Plugin: name, Digest: digest, Reason: ReasonCanceled, Detail: "waiting for the module to load: " + ctx.Err().Error(), Err: ctx.Err()}
 	}
-	close(e.done)
-	return e.mod, e.err
 }
 
 // transient reports whether a load failure may not repeat, so it must not be remembered.
