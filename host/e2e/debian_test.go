@@ -53,9 +53,9 @@ var debianUnits = []string{"cloud-init-local.service", "cloud-init.service", "cl
 // TestNodes runs the node scenarios against one control plane and one controller.
 func TestNodes(t *testing.T) {
 	c := startCluster(t)
-	expiry := os.Getenv("OSM_E2E_EXPIRY") != ""
+	realExpiry := os.Getenv("OSM_E2E_EXPIRY") != ""
 	c.startOSM(t, func(o *app.Options) {
-		if expiry {
+		if realExpiry {
 			// The shortest lifetime TokenRequest grants (authentication/validation.MinTokenAgeSec).
 			o.ProvisioningTokenTTL = 10 * time.Minute
 		}
@@ -63,23 +63,15 @@ func TestNodes(t *testing.T) {
 	// containerdSource=preinstalled: the rootfs has containerd 2.x (hack/e2e-node/rootfs.sh), because Docker's
 	// repository, the plugin's default source, is not reachable here and Debian 12's containerd is too old.
 	osp := c.airgappedProfile(t, "osp-debian-12", "osp-debian-12-airgapped", map[string]string{"containerdSource": "preinstalled"})
-	// The expiry case takes its user-data first, so that the other scenarios run while the token ages.
-	var expiring *expiringUserData
-	if expiry {
-		expiring = takeExpiringUserData(t, c, osp)
-	}
+	// The expiry case takes its user-data first, so that with a real token the other scenarios run while it ages.
+	expiring := takeExpiringUserData(t, c, osp, realExpiry)
 
 	t.Run("DebianJoins", func(t *testing.T) { testDebianJoins(t, c, osp) })
 	t.Run("WrongCAIsRejected", func(t *testing.T) { testWrongCA(t, c, osp) })
 	t.Run("TamperedBootstrapIsRefused", func(t *testing.T) { testTamperedBootstrap(t, c, osp) })
 	t.Run("RevokedProvisioningTokenFails", func(t *testing.T) { testRevokedToken(t, c, osp) })
 	t.Run("FlatcarIgnitionFiles", func(t *testing.T) { testFlatcarIgnition(t, c) })
-	t.Run("ExpiredProvisioningTokenFails", func(t *testing.T) {
-		if expiring == nil {
-			t.Skip("set OSM_E2E_EXPIRY=1: the controller then issues 10-minute provisioning tokens (the API server's minimum) and this case waits for one to expire")
-		}
-		testExpiredToken(t, c, expiring)
-	})
+	t.Run("ExpiredProvisioningTokenFails", func(t *testing.T) { testExpiredToken(t, c, expiring) })
 }
 
 // expiringUserData is a machine's user-data taken when its provisioning token was issued.
@@ -90,14 +82,35 @@ type expiringUserData struct {
 	expires  time.Time
 }
 
-func takeExpiringUserData(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile) *expiringUserData {
+// takeExpiringUserData takes a machine's user-data as machine-controller would. Unless real is set, the
+// provisioning token in it is replaced by the same token backdated to have expired ten minutes ago (see
+// backdate); with real set, the controller issues ten-minute tokens and the case waits for this one to expire.
+func takeExpiringUserData(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile, real bool) *expiringUserData {
 	t.Helper()
 	md := c.createMD(t, "e2e-expiry", "debian", osp.Name)
 	boot, _ := c.userData(t, md)
+	userData := machineUserData(boot.Data[render.CloudConfigKey], "e2e-expired-0")
 	token := provisioningToken(t, boot.Data[render.CloudConfigKey])
 	exp := jwtExpiry(t, token)
+	if !real {
+		expired, at := backdate(t, c, token, 10*time.Minute)
+		userData = rewriteCloudConfig(t, userData, token, expired)
+		if provisioningToken(t, userData) != expired {
+			t.Fatal("the backdated token did not replace the issued one in the user-data")
+		}
+		// The same claims, re-signed with a future expiry, must authenticate: the refusal tested later is then
+		// the expiry's doing, not a broken signature's.
+		fresh, _ := backdate(t, c, token, -5*time.Minute)
+		review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: fresh}}
+		res, err := c.cs.AuthenticationV1().TokenReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		if err != nil || !res.Status.Authenticated {
+			t.Fatalf("a re-signed, unexpired copy of the provisioning token does not authenticate (%v): %+v", err, res.Status)
+		}
+		token, exp = expired, at
+		cloudinittest.Validate(t, "user-data with an expired token", userData)
+	}
 	t.Logf("provisioning token of %s expires at %s (in %s)", md.Name, exp.Format(time.RFC3339), time.Until(exp).Round(time.Second))
-	return &expiringUserData{md: md, userData: machineUserData(boot.Data[render.CloudConfigKey], "e2e-expired-0"), token: token, expires: exp}
+	return &expiringUserData{md: md, userData: userData, token: token, expires: exp}
 }
 
 // testExpiredToken boots a machine whose user-data was handed out when the MachineDeployment's provisioning
@@ -116,6 +129,9 @@ func testExpiredToken(t *testing.T, c *cluster, e *expiringUserData) {
 		res, err := c.cs.AuthenticationV1().TokenReviews().Create(context.Background(), review, metav1.CreateOptions{})
 		if err == nil && !res.Status.Authenticated {
 			t.Logf("%s after its expiry, the API server rejects the token: %s", time.Since(e.expires).Round(time.Second), res.Status.Error)
+			if !strings.Contains(res.Status.Error, "expired") {
+				t.Fatalf("the token is refused, but not for its expiry: %s", res.Status.Error)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
