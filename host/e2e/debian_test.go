@@ -7,8 +7,6 @@ import (
 	"context"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -139,36 +137,8 @@ func testExpiredToken(t *testing.T, c *cluster, e *expiringUserData) {
 		}
 		time.Sleep(2 * time.Second)
 	}
-	n := bootNode(t, nodeOptions{Name: "e2e-expired-0", UserData: e.userData, Units: debianUnits, Lifetime: 5 * time.Minute})
-	err := n.waitUntil(bootstrapUnit+" fails", 3*time.Minute, func(st map[string]unitState) (bool, error) {
-		return st[bootstrapUnit].failedOnce(), nil
-	})
-	r := n.collect()
-	if err != nil {
-		r.diagnose(t, bootstrapUnit)
-		t.Fatal(err)
-	}
+	n, r := bootUntilBootstrapFails(t, "e2e-expired-0", e.userData)
 	expectRefusal(t, c, n, r, e.md, render.ProvisioningSecretName(e.md), 401)
-}
-
-// jwtExpiry reads the exp claim of a JWT (without verifying it; the API server does that).
-func jwtExpiry(t *testing.T, token string) time.Time {
-	t.Helper()
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		t.Fatal("the provisioning token is not a JWT")
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var claims struct {
-		Exp int64 `json:"exp"`
-	}
-	if err := json.Unmarshal(payload, &claims); err != nil {
-		t.Fatal(err)
-	}
-	return time.Unix(claims.Exp, 0)
 }
 
 // testDebianJoins boots a Debian node from the bootstrap user-data of a MachineDeployment and follows it until
@@ -541,15 +511,7 @@ func testWrongCA(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfi
 	// The harness's client CA: a real CA, but not the one that signed the serving certificate.
 	userData := rewriteCloudConfig(t, machineUserData(boot.Data[render.CloudConfigKey], nodeName),
 		strings.TrimSpace(string(c.cfg.CAData)), strings.TrimSpace(string(c.ca.certPEM)))
-	n := bootNode(t, nodeOptions{Name: nodeName, UserData: userData, Units: debianUnits, Lifetime: 5 * time.Minute})
-	err := n.waitUntil(bootstrapUnit+" fails", 3*time.Minute, func(st map[string]unitState) (bool, error) {
-		return st[bootstrapUnit].failedOnce(), nil
-	})
-	r := n.collect()
-	if err != nil {
-		r.diagnose(t, bootstrapUnit)
-		t.Fatal(err)
-	}
+	n, r := bootUntilBootstrapFails(t, nodeName, userData)
 	journal := r.unitJournal(bootstrapUnit)
 	tls := grepLines(journal, `curl: \(60\)|curl exit 60`)
 	if len(tls) == 0 {
@@ -579,15 +541,7 @@ func testTamperedBootstrap(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingS
 	userData := rewriteCloudConfig(t, machineUserData(bootA.Data[render.CloudConfigKey], nodeName), render.ProvisioningSecretName(a), render.ProvisioningSecretName(b))
 	cloudinittest.Validate(t, "tampered user-data", userData)
 
-	n := bootNode(t, nodeOptions{Name: nodeName, UserData: userData, Units: debianUnits, Lifetime: 5 * time.Minute})
-	err := n.waitUntil(bootstrapUnit+" fails", 3*time.Minute, func(st map[string]unitState) (bool, error) {
-		return st[bootstrapUnit].failedOnce(), nil
-	})
-	r := n.collect()
-	if err != nil {
-		r.diagnose(t, bootstrapUnit)
-		t.Fatal(err)
-	}
+	n, r := bootUntilBootstrapFails(t, nodeName, userData)
 	expectRefusal(t, c, n, r, a, render.ProvisioningSecretName(b), 403)
 }
 
@@ -619,7 +573,15 @@ func testRevokedToken(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystem
 		time.Sleep(500 * time.Millisecond)
 	}
 	nodeName := "e2e-revoked-0"
-	n := bootNode(t, nodeOptions{Name: nodeName, UserData: machineUserData(boot.Data[render.CloudConfigKey], nodeName), Units: debianUnits, Lifetime: 5 * time.Minute})
+	n, r := bootUntilBootstrapFails(t, nodeName, machineUserData(boot.Data[render.CloudConfigKey], nodeName))
+	expectRefusal(t, c, n, r, md, render.ProvisioningSecretName(md), 401)
+}
+
+// bootUntilBootstrapFails boots a Debian node that is expected not to get its provisioning config, and returns
+// it once its bootstrap unit has failed (or ends the test with the node's diagnosis if it does not).
+func bootUntilBootstrapFails(t *testing.T, name string, userData []byte) (*node, *report) {
+	t.Helper()
+	n := bootNode(t, nodeOptions{Name: name, UserData: userData, Units: debianUnits, Lifetime: 5 * time.Minute})
 	err := n.waitUntil(bootstrapUnit+" fails", 3*time.Minute, func(st map[string]unitState) (bool, error) {
 		return st[bootstrapUnit].failedOnce(), nil
 	})
@@ -628,7 +590,7 @@ func testRevokedToken(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystem
 		r.diagnose(t, bootstrapUnit)
 		t.Fatal(err)
 	}
-	expectRefusal(t, c, n, r, md, render.ProvisioningSecretName(md), 401)
+	return n, r
 }
 
 // expectRefusal checks a node whose bootstrap was refused: the unit failed with the HTTP status in its

@@ -27,11 +27,7 @@ import (
 // all the checking: signature, issuer, audience, the bound objects and, here, the expiry.
 func backdate(t *testing.T, c *cluster, token string, by time.Duration) (string, time.Time) {
 	t.Helper()
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		t.Fatal("the provisioning token is not a JWT")
-	}
-	header, claims := decodeJWTPart(t, parts[0]), decodeJWTPart(t, parts[1])
+	header, claims := splitJWT(t, token)
 	iat, ok := claims["iat"].(float64)
 	exp, ok2 := claims["exp"].(float64)
 	if !ok || !ok2 {
@@ -100,6 +96,27 @@ func signJWT(t *testing.T, key crypto.Signer, alg any, input []byte) []byte {
 
 func fixed(n *big.Int, size int) []byte {
 	return n.FillBytes(make([]byte, size))
+}
+
+// jwtExpiry reads the exp claim of a JWT (without verifying it; the API server does that).
+func jwtExpiry(t *testing.T, token string) time.Time {
+	t.Helper()
+	_, claims := splitJWT(t, token)
+	exp, ok := claims["exp"].(float64)
+	if !ok {
+		t.Fatalf("token claims lack exp: %v", claims)
+	}
+	return time.Unix(int64(exp), 0)
+}
+
+// splitJWT decodes a JWT's header and claims.
+func splitJWT(t *testing.T, token string) (header, claims map[string]any) {
+	t.Helper()
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		t.Fatal("the provisioning token is not a JWT")
+	}
+	return decodeJWTPart(t, parts[0]), decodeJWTPart(t, parts[1])
 }
 
 func decodeJWTPart(t *testing.T, part string) map[string]any {
