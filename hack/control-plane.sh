@@ -5,8 +5,8 @@
 # callers can export KUBEBUILDER_ASSETS="$(hack/control-plane.sh)".
 set -euo pipefail
 
-# The API server stays one minor behind the client libraries in go.mod (k8s.io/* v0.37): OSM then runs against
-# the oldest server its clients support, which is what production upgrades look like.
+# The API server is one minor behind the client libraries in go.mod (k8s.io/* v0.37), the skew client-go
+# supports: the tests then cover clusters whose control plane is upgraded after OSM.
 KUBE_VERSION="${KUBE_VERSION:-v1.36.3}"   # k8s.io/kubernetes tag; staging modules use v0.<minor>.<patch>
 ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"    # go.etcd.io/etcd/server/v3 tag
 CACHE_ROOT="${OSM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/osm}"
