@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"os"
@@ -219,6 +220,9 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 	t.Run("units are enabled and started", func(t *testing.T) {
 		checkUnits(t, c, md, n, r)
 	})
+	t.Run("cloud-init recorded the handoff's run as finished", func(t *testing.T) {
+		checkCloudInitFinished(t, r)
+	})
 	t.Run("binaries came from the local mirror, checksums verified", func(t *testing.T) {
 		checkMirror(t, c)
 	})
@@ -231,6 +235,29 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 	if t.Failed() {
 		r.diagnose(t, bootstrapUnit, setupUnit, containerd, kubeletUnit)
 	}
+}
+
+// checkCloudInitFinished: the bootstrap re-runs cloud-init with the provisioning config; that run must end
+// with a result, so that `cloud-init status --wait` (which operators and image tooling use) returns instead
+// of waiting forever on a run that never finishes.
+func checkCloudInitFinished(t *testing.T, r *report) {
+	status, wait := r.file("cloud-init-status.txt"), r.file("cloud-init-status-wait.txt")
+	if strings.Contains(status, "status: running") || !strings.Contains(wait, "exit status 0 ") {
+		t.Errorf("cloud-init still reports a running run:\n%s\n--- status --wait ---\n%s", firstLines(status, 6), wait)
+	}
+	var result struct {
+		V1 struct {
+			Errors []string `json:"errors"`
+		} `json:"v1"`
+	}
+	raw := r.file("result.json")
+	if err := json.Unmarshal([]byte(raw), &result); err != nil {
+		t.Fatalf("/run/cloud-init/result.json: %v (%q)", err, raw)
+	}
+	if len(result.V1.Errors) > 0 {
+		t.Errorf("cloud-init's result has errors: %v", result.V1.Errors)
+	}
+	t.Logf("cloud-init status --long:\n%s", firstLines(status, 4))
 }
 
 func checkBootstrapFetch(t *testing.T, c *cluster, md *clusterv1alpha1.MachineDeployment, n *node, r *report, boot, prov *corev1.Secret) {

@@ -113,13 +113,16 @@ done
 // wait for the first boot's run to finish, clean cloud-init's state and run its init stage with the
 // configuration as an extra config file (that stage writes the files and units and runs bootcmd; osm-setup
 // does the rest). preInit runs between the clean and the init run (provider quirks).
+//
+// Unlike upstream, it then runs a final stage with no modules: that stage is what records a run's result, and
+// without it `cloud-init status` says "running" forever and `cloud-init status --wait` never returns.
 func CloudInitHandoff(preInit func(r *Request, s *Script)) func(r *Request, s *Script) {
 	return func(r *Request, s *Script) {
-		s.Section("Apply it with cloud-init's init stage once the first boot's run is over, keeping that run's network and SSH host keys.")
+		s.Section("Apply it with cloud-init once the first boot's run is over, keeping its network and SSH host keys.")
 		s.Line("cloud-init status --wait >/dev/null 2>&1 || true")
 		s.Line("f=" + cloudInitProvisioningCfg)
 		s.Line("install -m 600 $cfg $f")
-		s.Line(`printf 'network: {config: disabled}\nssh_deletekeys: false\n' >/etc/cloud/cloud.cfg.d/98-osm.cfg`)
+		s.Line(`printf 'network: {config: disabled}\nssh_deletekeys: false\ncloud_final_modules: []\n' >/etc/cloud/cloud.cfg.d/98-osm.cfg`)
 		s.Line("cloud-init clean")
 		if preInit != nil {
 			preInit(r, s)
@@ -128,6 +131,7 @@ func CloudInitHandoff(preInit func(r *Request, s *Script)) func(r *Request, s *S
 		s.Line(`v=$(cloud-init --version 2>&1 | awk '{print $NF}')`)
 		s.Line(`if [ "$(printf '24.1\n%s\n' "$v" | sort -V | head -n 1)" = 24.1 ]; then set -- init --file $f; else set -- --file $f init; fi`)
 		s.Line(`cloud-init "$@" || log "cloud-init exit $?"`)
+		s.Line(`cloud-init modules --mode final || log "cloud-init final exit $?"`)
 		s.Line("touch /etc/cloud/cloud-init.disabled " + BootstrapDone)
 		s.Line("systemctl daemon-reload")
 		s.Line("systemctl start --no-block " + SetupUnit)
