@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -84,8 +85,14 @@ func copyFile(t testing.TB, from, to string) {
 	}
 }
 
-// startOSM runs the controller in the test process against env, as cmd/osm-controller would.
+// startOSM runs the controller in the test process against env, as cmd/osm-controller would, until the test ends.
 func startOSM(t *testing.T, env *testenv.Env, worker *testenv.Env, opts app.Options) {
+	t.Helper()
+	t.Cleanup(startStoppable(t, env, worker, opts))
+}
+
+// startStoppable starts a controller and returns a function that stops it and waits until it is gone.
+func startStoppable(t *testing.T, env *testenv.Env, worker *testenv.Env, opts app.Options) func() {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts.Mgmt = env.Config
@@ -100,12 +107,34 @@ func startOSM(t *testing.T, env *testenv.Env, worker *testenv.Env, opts app.Opti
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
+	return func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller stopped with: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("controller stopped with: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			// The manager gives up at 30s; what still runs now is what blocks shutdown.
+			t.Errorf("controller still stopping after 20s; goroutines:\n%s", osmGoroutines())
+			if err := <-done; err != nil {
+				t.Errorf("controller stopped with: %v", err)
+			}
 		}
-	})
+	}
+}
+
+// osmGoroutines returns the stacks of the goroutines that run OSM code, to find what holds a shutdown up.
+func osmGoroutines() string {
+	buf := make([]byte, 8<<20)
+	buf = buf[:goruntime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "github.com/osmhq/osm/") || strings.Contains(g, "sigs.k8s.io/controller-runtime") {
+			out = append(out, g)
+		}
+	}
+	return strings.Join(out, "\n\n")
 }
 
 // fillDefaults completes opts the way the tests run the controller.

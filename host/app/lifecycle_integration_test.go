@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +95,7 @@ func TestRestartConverges(t *testing.T) {
 		mds = append(mds, md)
 	}
 
-	stop := startStoppable(t, env, app.Options{Builtins: os.DirFS(dir), DisableDefaultOSPs: true, WorkerCount: 2})
+	stop := startStoppable(t, env, nil, app.Options{Builtins: os.DirFS(dir), DisableDefaultOSPs: true, WorkerCount: 2})
 	eventually(t, wait, "some progress before the kill", func() error {
 		list := &corev1.SecretList{}
 		if err := c.List(ctx, list, client.InNamespace(userDataNS)); err != nil {
@@ -109,7 +108,7 @@ func TestRestartConverges(t *testing.T) {
 	})
 	stop()
 
-	stop = startStoppable(t, env, app.Options{Builtins: os.DirFS(dir), DisableDefaultOSPs: true, WorkerCount: 4})
+	stop = startStoppable(t, env, nil, app.Options{Builtins: os.DirFS(dir), DisableDefaultOSPs: true, WorkerCount: 4})
 	for _, md := range mds {
 		waitForSecret(t, c, md.Name+"-kube-system-bootstrap-config", "1")
 		waitForSecret(t, c, md.Name+"-kube-system-provisioning-config", "1")
@@ -124,7 +123,7 @@ func TestRestartConverges(t *testing.T) {
 	before := resourceVersions(t, c)
 	stop()
 
-	stop = startStoppable(t, env, app.Options{Builtins: os.DirFS(dir), DisableDefaultOSPs: true, WorkerCount: 4})
+	stop = startStoppable(t, env, nil, app.Options{Builtins: os.DirFS(dir), DisableDefaultOSPs: true, WorkerCount: 4})
 	defer stop()
 	// Give the new controller time to reconcile every MachineDeployment once (it starts with a full resync).
 	eventually(t, wait, "the third controller to see all MachineDeployments", func() error {
@@ -226,49 +225,6 @@ func TestDefaultProfiles(t *testing.T) {
 		}
 		return nil
 	})
-}
-
-// startStoppable starts a controller and returns a function that stops it and waits until it is gone.
-func startStoppable(t *testing.T, env *testenv.Env, opts app.Options) func() {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	opts.Mgmt = env.Config
-	fillDefaults(t, env, &opts)
-	mgr, err := app.New(ctx, opts)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("controller stopped with: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			// The manager gives up at 30s; what still runs now is what blocks shutdown.
-			t.Errorf("controller still stopping after 20s; goroutines:\n%s", osmGoroutines())
-			if err := <-done; err != nil {
-				t.Errorf("controller stopped with: %v", err)
-			}
-		}
-	}
-}
-
-// osmGoroutines returns the stacks of the goroutines that run OSM code, to find what holds a shutdown up.
-func osmGoroutines() string {
-	buf := make([]byte, 8<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var out []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		if strings.Contains(g, "github.com/osmhq/osm/") || strings.Contains(g, "sigs.k8s.io/controller-runtime") {
-			out = append(out, g)
-		}
-	}
-	return strings.Join(out, "\n\n")
 }
 
 // resourceVersions records the resourceVersion of every object OSM writes.

@@ -158,20 +158,7 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 
 	// The kubelet's CSR is the end of the chain: bootstrap fetch, provisioning, downloads from the mirror,
 	// containerd, kubelet with the bootstrap token. Fail fast when a unit on the way fails.
-	var csr *certificatesv1.CertificateSigningRequest
-	err := n.waitUntil("a CSR from "+bootstrapUser, 9*time.Minute, func(st map[string]unitState) (bool, error) {
-		for _, u := range []string{bootstrapUnit, setupUnit} {
-			if s, ok := st[u]; ok && s.failedOnce() {
-				return false, fmt.Errorf("%s failed: %s", u, s)
-			}
-		}
-		csrs, err := c.csrsBy(bootstrapUser)
-		if err != nil || len(csrs) == 0 {
-			return false, nil
-		}
-		csr = &csrs[0]
-		return true, nil
-	})
+	csr, err := c.waitForCSR(n, bootstrapUser, 9*time.Minute, bootstrapUnit, setupUnit)
 	if err != nil {
 		r := n.collect()
 		r.diagnose(t, bootstrapUnit, setupUnit, containerd, kubeletUnit)
@@ -235,6 +222,26 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 	if t.Failed() {
 		r.diagnose(t, bootstrapUnit, setupUnit, containerd, kubeletUnit)
 	}
+}
+
+// waitForCSR waits until the kubelet on n has asked for its certificate as username, and fails as soon as one of
+// the units on the way there (units) has failed.
+func (c *cluster) waitForCSR(n *node, username string, timeout time.Duration, units ...string) (*certificatesv1.CertificateSigningRequest, error) {
+	var csr *certificatesv1.CertificateSigningRequest
+	err := n.waitUntil("a CSR from "+username, timeout, func(st map[string]unitState) (bool, error) {
+		for _, u := range units {
+			if s, ok := st[u]; ok && s.failedOnce() {
+				return false, fmt.Errorf("%s failed: %s", u, s)
+			}
+		}
+		csrs, err := c.csrsBy(username)
+		if err != nil || len(csrs) == 0 {
+			return false, nil
+		}
+		csr = &csrs[0]
+		return true, nil
+	})
+	return csr, err
 }
 
 // checkCloudInitFinished: the bootstrap re-runs cloud-init with the provisioning config; that run must end

@@ -20,7 +20,6 @@ import (
 
 	ignconfig "github.com/coreos/ignition/v2/config/v3_3"
 	igntypes "github.com/coreos/ignition/v2/config/v3_3/types"
-	certificatesv1 "k8s.io/api/certificates/v1"
 
 	"github.com/osmhq/osm/host/render"
 )
@@ -90,18 +89,7 @@ func testFlatcarIgnition(t *testing.T, c *cluster) {
 		Units: []string{setupUnit, containerd, kubeletUnit, "osm-health-monitor.timer", "update-engine.service", "locksmithd.service"}})
 	t.Logf("ignition: %d log lines (%s); presets applied: %v", strings.Count(string(ignitionLog), "\n"), filepath.Join(n.dir, "ignition.log"), presets)
 
-	var csr *certificatesv1.CertificateSigningRequest
-	err := n.waitUntil("a CSR from "+bootstrapUser, 6*time.Minute, func(st map[string]unitState) (bool, error) {
-		if s, ok := st[setupUnit]; ok && s.failedOnce() {
-			return false, fmt.Errorf("%s failed: %s", setupUnit, s)
-		}
-		csrs, err := c.csrsBy(bootstrapUser)
-		if err != nil || len(csrs) == 0 {
-			return false, nil
-		}
-		csr = &csrs[0]
-		return true, nil
-	})
+	csr, err := c.waitForCSR(n, bootstrapUser, 6*time.Minute, setupUnit)
 	r := n.collect()
 	if err != nil {
 		r.diagnose(t, setupUnit, containerd, kubeletUnit)
