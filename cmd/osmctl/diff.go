@@ -17,9 +17,7 @@ import (
 
 type diffOptions struct {
 	mdFile, fromFile, toFile, stage string
-	cluster                         clusterFlags
-	node                            render.NodeFlags
-	registry                        registryFlags
+	renderFlags
 }
 
 func newDiffCommand(g *globals) *cobra.Command {
@@ -81,19 +79,10 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 			return err
 		}
 	}
-	settings, err := o.node.Settings(render.DefaultSettings())
+	renderer, settings, cluster, err := o.renderer(cmd, g)
 	if err != nil {
 		return err
 	}
-	cluster, err := o.cluster.info()
-	if err != nil {
-		return err
-	}
-	src, err := g.source(cmd, &o.registry)
-	if err != nil {
-		return err
-	}
-	renderer := &render.Renderer{Plugins: src}
 	for _, s := range []*side{from, to} {
 		s.out, err = renderer.Render(cmd.Context(), render.Input{
 			MachineDeployment: md, Profile: s.osp, Settings: settings,

@@ -19,10 +19,33 @@ import (
 
 type renderOptions struct {
 	mdFile, ospFile, stage, output    string
-	cluster                           clusterFlags
 	bootstrapToken, provisioningToken string
-	node                              render.NodeFlags
-	registry                          registryFlags
+	renderFlags
+}
+
+// renderFlags are the flags render and diff share: what the controller would know besides the MachineDeployment
+// and the profile.
+type renderFlags struct {
+	cluster  clusterFlags
+	node     render.NodeFlags
+	registry registryFlags
+}
+
+// renderer returns the renderer, settings and cluster facts that the command's renders use.
+func (f *renderFlags) renderer(cmd *cobra.Command, g *globals) (*render.Renderer, render.Settings, render.ClusterInfo, error) {
+	settings, err := f.node.Settings(render.DefaultSettings())
+	if err != nil {
+		return nil, settings, render.ClusterInfo{}, err
+	}
+	cluster, err := f.cluster.info()
+	if err != nil {
+		return nil, settings, cluster, err
+	}
+	src, err := g.source(cmd, &f.registry)
+	if err != nil {
+		return nil, settings, cluster, err
+	}
+	return &render.Renderer{Plugins: src}, settings, cluster, nil
 }
 
 func newRenderCommand(g *globals) *cobra.Command {
@@ -66,19 +89,11 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
-	settings, err := o.node.Settings(render.DefaultSettings())
+	renderer, settings, cluster, err := o.renderer(cmd, g)
 	if err != nil {
 		return err
 	}
-	cluster, err := o.cluster.info()
-	if err != nil {
-		return err
-	}
-	src, err := g.source(cmd, &o.registry)
-	if err != nil {
-		return err
-	}
-	out, err := (&render.Renderer{Plugins: src}).Render(cmd.Context(), render.Input{
+	out, err := renderer.Render(cmd.Context(), render.Input{
 		MachineDeployment: md, Profile: osp, Settings: settings,
 		Cluster: cluster,
 	})
