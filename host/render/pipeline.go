@@ -79,7 +79,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		{abi.StageBootstrap, "spec.bootstrapConfig", &osp.Spec.BootstrapConfig},
 		{abi.StageProvisioning, "spec.provisioningConfig", &osp.Spec.ProvisioningConfig},
 	} {
-		cfg, err := templates.RenderStage(st.section, st.cfg, m.Settings.ContainerRuntime, data)
+		cfg, err := templates.RenderStage(ctx, st.section, st.cfg, m.Settings.ContainerRuntime, data)
 		if err != nil {
 			return nil, withReason(osmv1alpha1.ReasonTemplateError, fmt.Errorf("profile %s: %w", objectName(osp.Namespace, osp.Name), err))
 		}

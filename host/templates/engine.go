@@ -1,7 +1,7 @@
 package templates
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"regexp"
 	"sort"
@@ -13,8 +13,6 @@ import (
 	"github.com/osmhq/osm/sdk/abi"
 )
 
-var funcs = FuncMap()
-
 // RenderStage renders one section of a profile (bootstrapConfig or provisioningConfig) for a container
 // runtime, with upstream OSM's semantics so that upstream profiles produce the same files:
 //
@@ -25,9 +23,14 @@ var funcs = FuncMap()
 //   - every file's content is a template; files without permissions get 644;
 //   - units and cloud-init modules are copied as they are.
 //
+// The templates run within DefaultLimits and stop when ctx ends (the reconcile's or the admission request's).
 // section names the section in errors ("provisioningConfig"); errors also name the file or template and the
 // line, so an operator can find the problem in the profile.
-func RenderStage(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
+func RenderStage(ctx context.Context, section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
+	return renderStage(ctx, DefaultLimits(), section, cfg, containerRuntime, data)
+}
+
+func renderStage(ctx context.Context, lim Limits, section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
 	files := append([]osmv1alpha1.File(nil), cfg.Files...)
 	named := map[string]string{}
 	for _, cr := range cfg.SupportedContainerRuntimes {
@@ -43,18 +46,19 @@ func RenderStage(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime st
 	for k, v := range cfg.Templates {
 		named[k] = v
 	}
-	defines, err := renderNamed(section, named, data)
+	b := newBudget(ctx, lim)
+	defer b.close()
+	defines, err := b.renderNamed(section, named, data)
 	if err != nil {
 		return nil, err
 	}
-
-	shared, err := sharedSet(section, defines)
+	shared, err := b.sharedSet(section, defines)
 	if err != nil {
 		return nil, err
 	}
 	out := &abi.NodeConfig{}
 	for i, f := range files {
-		content, err := renderFile(f, shared, defines, data)
+		content, err := b.renderFile(f, shared, defines, data)
 		if err != nil {
 			return nil, &FieldError{Field: fileField(section, i, len(cfg.Files), containerRuntime), Path: f.Path, Err: err}
 		}
@@ -75,6 +79,15 @@ func RenderStage(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime st
 	out.Units = convertUnits(cfg.Units)
 	out.Modules = convertModules(cfg.CloudInitModules)
 	return out, nil
+}
+
+// CheckSyntax parses a template with the functions profile templates can call, without executing it.
+func CheckSyntax(name, src string) error {
+	if err := checkNesting(src, DefaultLimits().Nesting); err != nil {
+		return fmt.Errorf("template: %s: %w", name, err)
+	}
+	_, err := template.New(name).Funcs(parseFuncs).Parse(src)
+	return err
 }
 
 // FieldError is a template that failed to parse or execute, with the profile field it comes from.
@@ -105,7 +118,7 @@ func fileField(section string, i, own int, runtime string) string {
 
 // renderNamed executes each named template on its own and wraps the output in a define, the way upstream
 // does. Names are processed in order so errors are reported deterministically.
-func renderNamed(section string, named map[string]string, data any) ([]string, error) {
+func (b *budget) renderNamed(section string, named map[string]string, data any) ([]string, error) {
 	names := make([]string, 0, len(named))
 	for n := range named {
 		names = append(names, n)
@@ -114,25 +127,25 @@ func renderNamed(section string, named map[string]string, data any) ([]string, e
 	defines := make([]string, 0, len(names))
 	for _, name := range names {
 		where := fmt.Sprintf("%s.templates[%s]", section, name)
-		t, err := template.New(name).Funcs(funcs).Parse(named[name])
+		t, err := b.parse(template.New(name).Funcs(b.funcs), named[name])
 		if err != nil {
 			return nil, &FieldError{Field: where, Err: err}
 		}
-		var buf bytes.Buffer
-		if err := t.Execute(&buf, data); err != nil {
-			return nil, &FieldError{Field: where, Err: trimExecError(err)}
+		out, err := b.execute(t, data)
+		if err != nil {
+			return nil, &FieldError{Field: where, Err: err}
 		}
-		defines = append(defines, fmt.Sprintf("\n{{- define %q }}\n%s\n{{- end }}", name, buf.String()))
+		defines = append(defines, fmt.Sprintf("\n{{- define %q }}\n%s\n{{- end }}", name, out))
 	}
 	return defines, nil
 }
 
 // sharedSet parses the named templates once per stage into a set every file template joins, so each file costs
 // one parse instead of one parse plus one per named template, and the function map is copied once, not per file.
-func sharedSet(section string, defines []string) (*template.Template, error) {
-	set := template.New(section).Funcs(funcs)
+func (b *budget) sharedSet(section string, defines []string) (*template.Template, error) {
+	set := template.New(section).Funcs(b.funcs)
 	for _, d := range defines {
-		if _, err := set.Parse(d); err != nil {
+		if _, err := b.parse(set, d); err != nil {
 			return nil, &FieldError{Field: section + ".templates", Err: fmt.Errorf("a named template's output does not parse: %w", err)}
 		}
 	}
@@ -145,36 +158,28 @@ func definesTemplates(src string) bool { return defineAction.MatchString(src) }
 
 var defineAction = regexp.MustCompile(`\{\{-?\s*(define|block)\b`)
 
-func renderFile(f osmv1alpha1.File, shared *template.Template, defines []string, data any) (string, error) {
+func (b *budget) renderFile(f osmv1alpha1.File, shared *template.Template, defines []string, data any) (string, error) {
 	src := ""
 	if f.Content.Inline != nil {
 		src = f.Content.Inline.Data
 	}
 	if !definesTemplates(src) {
-		t, err := shared.New(f.Path).Parse(src)
+		t, err := b.parse(shared.New(f.Path), src)
 		if err != nil {
 			return "", err
 		}
-		var buf bytes.Buffer
-		if err := t.Execute(&buf, data); err != nil {
-			return "", trimExecError(err)
-		}
-		return buf.String(), nil
+		return b.execute(t, data)
 	}
-	t, err := template.New(f.Path).Funcs(funcs).Parse(src)
+	t, err := b.parse(template.New(f.Path).Funcs(b.funcs), src)
 	if err != nil {
 		return "", err
 	}
 	for _, d := range defines {
-		if t, err = t.Parse(d); err != nil {
+		if _, err = b.parse(t, d); err != nil {
 			return "", fmt.Errorf("a named template's output does not parse: %w", err)
 		}
 	}
-	var buf bytes.Buffer
-	if err := t.Execute(&buf, data); err != nil {
-		return "", trimExecError(err)
-	}
-	return buf.String(), nil
+	return b.execute(t, data)
 }
 
 // trimExecError drops the long data dump text/template appends to some errors, keeping name:line:col.

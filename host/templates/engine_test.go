@@ -1,6 +1,7 @@
 package templates_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -33,7 +34,7 @@ func TestRenderStageSemantics(t *testing.T) {
 		},
 		Units: []osmv1alpha1.Unit{{Name: "x.service", Content: ptr.To("{{ not rendered }}")}},
 	}
-	out, err := templates.RenderStage("spec.provisioningConfig", cfg, "containerd", map[string]string{"Name": "world"})
+	out, err := templates.RenderStage(context.Background(), "spec.provisioningConfig", cfg, "containerd", map[string]string{"Name": "world"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestRenderStageErrorsNameTheField(t *testing.T) {
 		"non-hermetic": {osmv1alpha1.OSPConfig{Files: []osmv1alpha1.File{file("/now", "{{ now }}")}}, `function "now" not defined`},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := templates.RenderStage("spec.provisioningConfig", &tc.cfg, "containerd", struct{ Name string }{"x"})
+			_, err := templates.RenderStage(context.Background(), "spec.provisioningConfig", &tc.cfg, "containerd", struct{ Name string }{"x"})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error = %v\nwant it to contain %q", err, tc.want)
 			}
@@ -96,7 +97,7 @@ func TestConversions(t *testing.T) {
 		file("/t", `{{ dict "server" "https://r" "port" 5000 | toToml }}`),
 		file("/ry", `{{ (fromYaml "a: {b: c}").a.b }}`),
 	}}
-	out, err := templates.RenderStage("s", cfg, "containerd", nil)
+	out, err := templates.RenderStage(context.Background(), "s", cfg, "containerd", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,5 @@
-// Package templates executes the Go templates of an OperatingSystemProfile with a hermetic function set.
+// Package templates executes the Go templates of an OperatingSystemProfile with a hermetic function set, under
+// a budget (Limits) that holds for any template.
 package templates
 
 import (
@@ -13,29 +14,62 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// nonHermetic are sprig functions whose output depends on something other than their arguments (the
-// environment, DNS, the clock, randomness). Rendering must be a pure function of the profile and the
-// MachineDeployment: otherwise every reconcile would produce new user-data and roll every machine.
-var nonHermetic = []string{
-	"env", "expandenv", "getHostByName",
-	"now", "ago",
-	"randAlpha", "randAlphaNum", "randAscii", "randNumeric", "randBytes", "randInt", "shuffle", "uuidv4",
-	"genPrivateKey", "genCA", "genCAWithKey", "genSelfSignedCert", "genSelfSignedCertWithKey",
-	"genSignedCert", "genSignedCertWithKey", "bcrypt", "htpasswd", "encryptAES", "decryptAES", "derivePassword",
+// removed are the sprig functions profile templates cannot call, and why. Rendering must be a pure function of
+// the profile and the MachineDeployment: otherwise every reconcile would produce new user-data and roll every
+// machine, and the controller's host would leak into nodes.
+var removed = map[string]string{
+	"env":           "reads the controller's environment",
+	"expandenv":     "reads the controller's environment",
+	"getHostByName": "queries DNS",
+	"now":           "reads the clock",
+	"ago":           "reads the clock",
+
+	"randAlpha": "random", "randAlphaNum": "random", "randAscii": "random", "randNumeric": "random",
+	"randBytes": "random", "randInt": "random", "shuffle": "random", "uuidv4": "random",
+	"genPrivateKey": "random", "genCA": "random", "genCAWithKey": "random", "genSelfSignedCert": "random",
+	"genSelfSignedCertWithKey": "random", "genSignedCert": "random", "genSignedCertWithKey": "random",
+	"bcrypt": "random salt", "htpasswd": "random salt", "encryptAES": "random IV",
+	"decryptAES":     "secrets have no place in a profile",
+	"derivePassword": "scrypt: 32 MiB and 100 ms per call",
 }
 
-// FuncMap returns the functions available to profile templates: sprig without its non-hermetic functions, plus
-// conversions to and from YAML, JSON and TOML.
-func FuncMap() template.FuncMap {
+// overrides replace sprig's functions and text/template's printing built-ins. The date functions are
+// hermetic (dates.go); the conversions report errors instead of printing nothing; the built-ins that build
+// strings are registered here so that the budget wraps them like every other function.
+var overrides = map[string]any{
+	"toYaml":   toYAML,
+	"fromYaml": fromYAML,
+	"toJson":   toJSON,
+	"fromJson": fromJSON,
+	"toToml":   toTOML,
+
+	"date":           date,
+	"date_in_zone":   dateInZone,
+	"dateInZone":     dateInZone,
+	"htmlDate":       htmlDate,
+	"htmlDateInZone": htmlDateInZone,
+	"toDate":         toDate,
+	"mustToDate":     mustToDate,
+	"durationRound":  durationRound,
+
+	"print":    fmt.Sprint,
+	"printf":   fmt.Sprintf,
+	"println":  fmt.Sprintln,
+	"html":     template.HTMLEscaper,
+	"js":       template.JSEscaper,
+	"urlquery": template.URLQueryEscaper,
+}
+
+// functions returns the functions available to profile templates, unbounded: sprig without the removed
+// functions, with the overrides. Templates only ever see them wrapped by a budget (guard.go).
+func functions() map[string]any {
 	fm := sprig.TxtFuncMap()
-	for _, name := range nonHermetic {
+	for name := range removed {
 		delete(fm, name)
 	}
-	fm["toYaml"] = toYAML
-	fm["fromYaml"] = fromYAML
-	fm["toJson"] = toJSON
-	fm["fromJson"] = fromJSON
-	fm["toToml"] = toTOML
+	for name, fn := range overrides {
+		fm[name] = fn
+	}
 	return fm
 }
 

@@ -10,7 +10,6 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"text/template"
 
 	"github.com/Masterminds/semver/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -98,7 +97,7 @@ func validateHeader(osp *osmv1alpha1.OperatingSystemProfile, spec *field.Path) f
 func validateSection(cfg *osmv1alpha1.OSPConfig, p *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	for name, text := range cfg.Templates {
-		if _, err := template.New(name).Funcs(templates.FuncMap()).Parse(text); err != nil {
+		if err := templates.CheckSyntax(name, text); err != nil {
 			errs = append(errs, field.Invalid(p.Child("templates").Key(name), "", err.Error()))
 		}
 	}
@@ -115,7 +114,7 @@ func validateSection(cfg *osmv1alpha1.OSPConfig, p *field.Path) field.ErrorList 
 		}
 		runtimes[cr.Name] = true
 		for name, text := range cr.Templates {
-			if _, err := template.New(name).Funcs(templates.FuncMap()).Parse(text); err != nil {
+			if err := templates.CheckSyntax(name, text); err != nil {
 				errs = append(errs, field.Invalid(cp.Child("templates").Key(name), "", err.Error()))
 			}
 		}
@@ -172,7 +171,7 @@ func validateFiles(files []osmv1alpha1.File, p *field.Path) field.ErrorList {
 			errs = append(errs, field.NotSupported(fp.Child("content", "inline", "encoding"), f.Content.Inline.Encoding,
 				[]string{"", "b64", "base64", "gzip", "gz", "gzip+base64", "gz+base64", "gzip+b64", "gz+b64"}))
 		}
-		if _, err := template.New(f.Path).Funcs(templates.FuncMap()).Parse(f.Content.Inline.Data); err != nil {
+		if err := templates.CheckSyntax(f.Path, f.Content.Inline.Data); err != nil {
 			errs = append(errs, field.Invalid(fp.Child("content", "inline", "data"), "", err.Error()))
 		}
 	}
