@@ -21,8 +21,10 @@ func newLintCommand(g *globals) *cobra.Command {
 		Long: `lint checks each profile: its fields, that every template parses and renders, that its plugin resolves
 and supports the profile's OS, version, provisioning utility and cloud providers, and that a sample machine of
 every supported cloud provider renders, with a bootstrap stage small enough for every provider. Each problem is
-printed on one line that names the field; the exit status is 1 when any profile has a problem. Plugin images
-are pulled with the credentials of the local docker config and the --plugin-registry-* settings.`,
+printed on one line that names the field; the exit status is 1 when any profile has a problem. Warnings (such
+as a download that skips TLS verification, curl -k) are printed the same way after "warning:" and do not fail
+the profile. Plugin images are pulled with the credentials of the local docker config and the
+--plugin-registry-* settings.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			settings, err := node.Settings(render.DefaultSettings())
@@ -41,6 +43,9 @@ are pulled with the credentials of the local docker config and the --plugin-regi
 					cmd.PrintErrf("%v\n", err)
 					bad++
 					continue
+				}
+				for _, w := range validation.Warnings(osp) {
+					cmd.PrintErrf("%s: warning: %s\n", f, w)
 				}
 				errs := v.Validate(cmd.Context(), osp)
 				for _, e := range errs {

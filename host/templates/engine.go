@@ -23,11 +23,24 @@ import (
 //   - every file's content is a template; files without permissions get 644;
 //   - units and cloud-init modules are copied as they are.
 //
-// The templates run within DefaultLimits and stop when ctx ends (the reconcile's or the admission request's).
+// The templates run within DefaultLimits (or WithLimits') and stop when ctx ends (the reconcile's or the admission request's).
 // section names the section in errors ("provisioningConfig"); errors also name the file or template and the
 // line, so an operator can find the problem in the profile.
 func RenderStage(ctx context.Context, section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
-	return renderStage(ctx, DefaultLimits(), section, cfg, containerRuntime, data)
+	lim, ok := ctx.Value(limitsKey{}).(Limits)
+	if !ok {
+		lim = DefaultLimits()
+	}
+	return renderStage(ctx, lim, section, cfg, containerRuntime, data)
+}
+
+type limitsKey struct{}
+
+// WithLimits returns a context under which RenderStage uses lim instead of DefaultLimits. The render path
+// (host/render, the admission webhook's trial render, osmctl) passes its context through, so a test can render
+// real profiles under tighter limits to measure their headroom.
+func WithLimits(ctx context.Context, lim Limits) context.Context {
+	return context.WithValue(ctx, limitsKey{}, lim)
 }
 
 func renderStage(ctx context.Context, lim Limits, section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {

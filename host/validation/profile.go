@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 	"regexp"
 	"strings"
 
@@ -128,16 +127,16 @@ func validateSection(cfg *osmv1alpha1.OSPConfig, p *field.Path) field.ErrorList 
 	seen := map[string]bool{}
 	for i, u := range cfg.Units {
 		up := p.Child("units").Index(i)
-		if u.Name == "" || strings.Contains(u.Name, "/") || !strings.Contains(u.Name, ".") {
-			errs = append(errs, field.Invalid(up.Child("name"), u.Name, "must be a unit file name with a type suffix, e.g. kubelet.service"))
+		if problem := unitNameProblem(u.Name); problem != "" {
+			errs = append(errs, field.Invalid(up.Child("name"), u.Name, problem))
 		}
 		if seen[u.Name] {
 			errs = append(errs, field.Duplicate(up.Child("name"), u.Name))
 		}
 		seen[u.Name] = true
 		for j, d := range u.DropIns {
-			if !strings.HasSuffix(d.Name, ".conf") || strings.Contains(d.Name, "/") {
-				errs = append(errs, field.Invalid(up.Child("dropIns").Index(j).Child("name"), d.Name, "must be a file name ending in .conf"))
+			if problem := dropInNameProblem(d.Name); problem != "" {
+				errs = append(errs, field.Invalid(up.Child("dropIns").Index(j).Child("name"), d.Name, problem))
 			}
 		}
 	}
@@ -149,11 +148,9 @@ func validateFiles(files []osmv1alpha1.File, p *field.Path) field.ErrorList {
 	seen := map[string]bool{}
 	for i, f := range files {
 		fp := p.Index(i)
-		switch {
-		case !strings.HasPrefix(f.Path, "/"):
-			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, "must be an absolute path"))
-		case path.Clean(f.Path) != f.Path:
-			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, "must be a clean path (no trailing slash, '..' or '//')"))
+		switch problem := pathProblem(f.Path); {
+		case problem != "":
+			errs = append(errs, field.Invalid(fp.Child("path"), f.Path, problem))
 		case seen[f.Path]:
 			errs = append(errs, field.Duplicate(fp.Child("path"), f.Path))
 		}

@@ -75,8 +75,49 @@ func TestBrokenProfilesNameTheField(t *testing.T) {
 		{"unknown encoding", func(o *osmv1alpha1.OperatingSystemProfile) {
 			o.Spec.BootstrapConfig.Files[0].Content.Inline.Encoding = "rot13"
 		}, "spec.bootstrapConfig.files[0].content.inline.encoding", "Unsupported value"},
-		{"bad unit name", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "bootstrap" },
-			"spec.bootstrapConfig.units[0].name", "type suffix"},
+		{"unit name without a type", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "bootstrap" },
+			"spec.bootstrapConfig.units[0].name", "systemd unit name"},
+		{"unit name with a space", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "boot strap.service" },
+			"spec.bootstrapConfig.units[0].name", "systemd unit name"},
+		{"unit name with a command", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.Units[0].Name = "x.service;reboot;.service"
+		}, "spec.provisioningConfig.units[0].name", "systemd unit name"},
+		{"unit name with ..", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "a..b.service" },
+			"spec.bootstrapConfig.units[0].name", "must not contain '..'"},
+		{"unit name with a slash", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "../x.service" },
+			"spec.bootstrapConfig.units[0].name", "systemd unit name"},
+		{"unit name like an option", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "--now.service" },
+			"spec.bootstrapConfig.units[0].name", "must not start with '-'"},
+		{"unit name with a newline", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "x\n.service" },
+			"spec.bootstrapConfig.units[0].name", "systemd unit name"},
+		{"drop-in with ..", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.Units[0].DropIns[0].Name = "../../../etc/x.conf"
+		}, "spec.provisioningConfig.units[0].dropIns[0].name", "ending in .conf"},
+		{"drop-in with a space", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.ProvisioningConfig.Units[0].DropIns[0].Name = "a b.conf" },
+			"spec.provisioningConfig.units[0].dropIns[0].name", "ending in .conf"},
+		{"relative path", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Files[0].Path = "opt/bin/x" },
+			"spec.bootstrapConfig.files[0].path", "absolute"},
+		{"path with ..", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Files[0].Path = "/opt/../etc/shadow" },
+			"spec.bootstrapConfig.files[0].path", "clean path"},
+		{"path with .. in a name", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Files[0].Path = "/opt/..x" },
+			"spec.bootstrapConfig.files[0].path", "must not contain '..'"},
+		{"path with a space", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Files[0].Path = "/opt/a b" },
+			"spec.bootstrapConfig.files[0].path", "no spaces"},
+		{"path with a command", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.SupportedContainerRuntimes[0].Files[0].Path = "/etc/x$(reboot)"
+		}, "spec.provisioningConfig.supportedContainerRuntimes[0].files[0].path", "no spaces, quotes, shell characters"},
+		{"root as a file", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Files[0].Path = "/" },
+			"spec.bootstrapConfig.files[0].path", "clean path of a file"},
+		{"template past the value limit", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.Files[0].Content.Inline.Data = `{{ repeat 3000000000 "x" }}`
+		}, "spec.provisioningConfig.files[0].content.inline.data", "over the ValueBytes limit"},
+		{"named template loops forever", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.Templates["greeting"] = "{{ range 1000000000 }}{{ range 1000000000 }}{{ end }}{{ end }}"
+		}, "spec.provisioningConfig.templates[greeting]", "over the Steps limit"},
+		{"template nests too deeply to parse", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.BootstrapConfig.Units[0].Content = nil
+			o.Spec.ProvisioningConfig.Templates["greeting"] = strings.Repeat("{{ if 1 }}", 100000) + strings.Repeat("{{ end }}", 100000)
+		}, "spec.provisioningConfig.templates[greeting]", "over the Nesting limit"},
 		{"unknown utility without plugin", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.ProvisioningUtility = "butane" },
 			"spec.provisioningUtility", "Unsupported value"},
 		{"unresolvable plugin", func(o *osmv1alpha1.OperatingSystemProfile) {

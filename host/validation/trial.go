@@ -35,6 +35,10 @@ func (v *ProfileValidator) trialRender(ctx context.Context, osp *osmv1alpha1.Ope
 	}
 	renderer := &render.Renderer{Plugins: fixed{plugin}}
 	for i, cp := range osp.Spec.SupportedCloudProviders {
+		if err := ctx.Err(); err != nil {
+			// The request was cancelled or timed out: the client reads no answer, but the render stops here.
+			return append(errs, field.InternalError(field.NewPath("spec"), fmt.Errorf("trial render stopped: %w", err)))
+		}
 		md := trialMachineDeployment(string(osp.Spec.OSName), cp.Name, osp.Name)
 		out, err := renderer.Render(ctx, render.Input{MachineDeployment: md, Profile: osp, Settings: settings,
 			Cluster: render.ClusterInfo{ServerURL: "https://trial.invalid:6443", CACert: trialCA}})

@@ -48,7 +48,7 @@ type ProfileValidator struct {
 var profileKind = osmv1alpha1.GroupVersion.WithKind("OperatingSystemProfile").GroupKind()
 
 func (v *ProfileValidator) ValidateCreate(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {
-	return nil, invalid(profileKind, osp.Name, v.Validator.Validate(ctx, osp))
+	return validation.Warnings(osp), invalid(profileKind, osp.Name, v.Validator.Validate(ctx, osp))
 }
 
 func (v *ProfileValidator) ValidateUpdate(ctx context.Context, oldOSP, newOSP *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {
@@ -57,7 +57,7 @@ func (v *ProfileValidator) ValidateUpdate(ctx context.Context, oldOSP, newOSP *o
 	}
 	errs := validation.ValidateUpdate(oldOSP, newOSP)
 	errs = append(errs, v.Validator.Validate(ctx, newOSP)...)
-	return nil, invalid(profileKind, newOSP.Name, errs)
+	return validation.Warnings(newOSP), invalid(profileKind, newOSP.Name, errs)
 }
 
 func (v *ProfileValidator) ValidateDelete(context.Context, *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {
