@@ -77,7 +77,9 @@ func TestBrokenProfilesNameTheField(t *testing.T) {
 		}, "spec.bootstrapConfig.files[0].content.inline.encoding", "Unsupported value"},
 		{"unit name without a type", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "bootstrap" },
 			"spec.bootstrapConfig.units[0].name", "systemd unit name"},
-		{"unit name with a space", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Units[0].Name = "boot strap.service" },
+		{"unit name with a space", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.BootstrapConfig.Units[0].Name = "boot strap.service"
+		},
 			"spec.bootstrapConfig.units[0].name", "systemd unit name"},
 		{"unit name with a command", func(o *osmv1alpha1.OperatingSystemProfile) {
 			o.Spec.ProvisioningConfig.Units[0].Name = "x.service;reboot;.service"
@@ -93,11 +95,15 @@ func TestBrokenProfilesNameTheField(t *testing.T) {
 		{"drop-in with ..", func(o *osmv1alpha1.OperatingSystemProfile) {
 			o.Spec.ProvisioningConfig.Units[0].DropIns[0].Name = "../../../etc/x.conf"
 		}, "spec.provisioningConfig.units[0].dropIns[0].name", "ending in .conf"},
-		{"drop-in with a space", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.ProvisioningConfig.Units[0].DropIns[0].Name = "a b.conf" },
+		{"drop-in with a space", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.ProvisioningConfig.Units[0].DropIns[0].Name = "a b.conf"
+		},
 			"spec.provisioningConfig.units[0].dropIns[0].name", "ending in .conf"},
 		{"relative path", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Files[0].Path = "opt/bin/x" },
 			"spec.bootstrapConfig.files[0].path", "absolute"},
-		{"path with ..", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Files[0].Path = "/opt/../etc/shadow" },
+		{"path with ..", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.BootstrapConfig.Files[0].Path = "/opt/../etc/shadow"
+		},
 			"spec.bootstrapConfig.files[0].path", "clean path"},
 		{"path with .. in a name", func(o *osmv1alpha1.OperatingSystemProfile) { o.Spec.BootstrapConfig.Files[0].Path = "/opt/..x" },
 			"spec.bootstrapConfig.files[0].path", "must not contain '..'"},
