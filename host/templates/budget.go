@@ -32,8 +32,16 @@ func newBudget(ctx context.Context, lim Limits) *budget {
 	b.ctx, b.cancel = context.WithTimeoutCause(ctx, lim.Timeout, &LimitError{Limit: "Timeout",
 		Max: lim.Timeout.Milliseconds(), Detail: fmt.Sprintf("the stage's templates ran for %s", lim.Timeout)})
 	b.done = b.ctx.Done()
-	b.funcs = b.bind()
 	return b
+}
+
+// newSet starts a template set whose functions are charged to b. The functions are bound on first use: a
+// stage without templates (a plugin profile's) costs no binding.
+func (b *budget) newSet(name string) *template.Template {
+	if b.funcs == nil {
+		b.funcs = b.bind()
+	}
+	return template.New(name).Funcs(b.funcs)
 }
 
 // close releases the budget's timer.

@@ -16,7 +16,7 @@ import (
 func render(ctx context.Context, lim Limits, src string, data any) (string, error) {
 	b := newBudget(ctx, lim)
 	defer b.close()
-	t, err := b.parse(template.New("t").Funcs(b.funcs), src)
+	t, err := b.parse(b.newSet("t"), src)
 	if err != nil {
 		return "", err
 	}

@@ -23,7 +23,8 @@ import (
 //   - every file's content is a template; files without permissions get 644;
 //   - units and cloud-init modules are copied as they are.
 //
-// The templates run within DefaultLimits (or WithLimits') and stop when ctx ends (the reconcile's or the admission request's).
+// The templates run within DefaultLimits (or those of WithLimits) and stop when ctx ends (the reconcile's or
+// the admission request's).
 // section names the section in errors ("provisioningConfig"); errors also name the file or template and the
 // line, so an operator can find the problem in the profile.
 func RenderStage(ctx context.Context, section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
@@ -65,9 +66,11 @@ func renderStage(ctx context.Context, lim Limits, section string, cfg *osmv1alph
 	if err != nil {
 		return nil, err
 	}
-	shared, err := b.sharedSet(section, defines)
-	if err != nil {
-		return nil, err
+	var shared *template.Template
+	if len(files) > 0 || len(defines) > 0 {
+		if shared, err = b.sharedSet(section, defines); err != nil {
+			return nil, err
+		}
 	}
 	out := &abi.NodeConfig{}
 	for i, f := range files {
@@ -140,7 +143,7 @@ func (b *budget) renderNamed(section string, named map[string]string, data any) 
 	defines := make([]string, 0, len(names))
 	for _, name := range names {
 		where := fmt.Sprintf("%s.templates[%s]", section, name)
-		t, err := b.parse(template.New(name).Funcs(b.funcs), named[name])
+		t, err := b.parse(b.newSet(name), named[name])
 		if err != nil {
 			return nil, &FieldError{Field: where, Err: err}
 		}
@@ -156,7 +159,7 @@ func (b *budget) renderNamed(section string, named map[string]string, data any) 
 // sharedSet parses the named templates once per stage into a set every file template joins, so each file costs
 // one parse instead of one parse plus one per named template, and the function map is copied once, not per file.
 func (b *budget) sharedSet(section string, defines []string) (*template.Template, error) {
-	set := template.New(section).Funcs(b.funcs)
+	set := b.newSet(section)
 	for _, d := range defines {
 		if _, err := b.parse(set, d); err != nil {
 			return nil, &FieldError{Field: section + ".templates", Err: fmt.Errorf("a named template's output does not parse: %w", err)}
@@ -183,7 +186,7 @@ func (b *budget) renderFile(f osmv1alpha1.File, shared *template.Template, defin
 		}
 		return b.execute(t, data)
 	}
-	t, err := b.parse(template.New(f.Path).Funcs(b.funcs), src)
+	t, err := b.parse(b.newSet(f.Path), src)
 	if err != nil {
 		return "", err
 	}

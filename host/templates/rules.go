@@ -114,38 +114,78 @@ func wrapWithRule(l *Limits, name string, a []reflect.Value) error {
 	return tooBig(l, name, float64(len(s))+(float64(len(s))/float64(width)+1)*float64(len(sep)))
 }
 
-// numbers estimates how many numbers sprig's untilStep produces.
-func numbers(start, stop, step float64) float64 {
-	if step == 0 || (stop-start)*step <= 0 {
-		return 0
+// untilStepCount is how many numbers sprig's untilStep(start, stop, step) produces. Its loop adds step until it
+// passes stop; when that addition would overflow, the loop wraps around and never ends (it appends until
+// memory runs out), which overflow reports.
+func untilStepCount(start, stop, step int64) (n float64, overflow bool) {
+	switch {
+	case stop < start && step < 0:
+		// i > stop; i += step: the last addition reaches at least stop+1+step.
+		return math.Ceil((float64(start) - float64(stop)) / -float64(step)), stop+1 < math.MinInt64-step
+	case stop > start && step > 0:
+		// i < stop; i += step: the last addition reaches at most stop-1+step.
+		return math.Ceil((float64(stop) - float64(start)) / float64(step)), stop-1 > math.MaxInt64-step
 	}
-	return math.Ceil((stop - start) / step)
+	return 0, false
+}
+
+// seqArgs are the arguments sprig's seq passes to untilStep (with Go's wrapping arithmetic, as seq does).
+func seqArgs(p []int64) (start, stop, step int64) {
+	switch len(p) {
+	case 1:
+		inc := int64(1)
+		if p[0] < 1 {
+			inc = -1
+		}
+		return 1, p[0] + inc, inc
+	case 2:
+		inc := int64(1)
+		if p[1] < p[0] {
+			inc = -1
+		}
+		return p[0], p[1] + inc, inc
+	case 3:
+		inc := int64(1)
+		if p[2] < p[0] {
+			if p[1] > 0 {
+				return 0, 0, 0
+			}
+			inc = -1
+		}
+		return p[0], p[2] + inc, p[1]
+	}
+	return 0, 0, 0
+}
+
+func countRule(l *Limits, name string, start, stop, step int64, bytesEach float64) error {
+	n, overflow := untilStepCount(start, stop, step)
+	if overflow {
+		return fmt.Errorf("%s from %d to %d by %d overflows the integers and never ends", name, start, stop, step)
+	}
+	return tooBig(l, name, n*bytesEach)
 }
 
 // seqRule: every number of seq's result is printed, up to 20 digits and a space.
 func seqRule(l *Limits, name string, a []reflect.Value) error {
-	p := a[0]
-	n := 0.0
-	switch p.Len() {
-	case 1:
-		n = math.Abs(float64(p.Index(0).Int())-1) + 1
-	case 2:
-		n = math.Abs(float64(p.Index(1).Int())-float64(p.Index(0).Int())) + 1
-	case 3:
-		if step := math.Abs(float64(p.Index(1).Int())); step != 0 {
-			n = math.Abs(float64(p.Index(2).Int())-float64(p.Index(0).Int()))/step + 1
-		}
+	p := make([]int64, a[0].Len())
+	for i := range p {
+		p[i] = a[0].Index(i).Int()
 	}
-	return tooBig(l, name, n*21)
+	start, stop, step := seqArgs(p)
+	return countRule(l, name, start, stop, step, 21)
 }
 
 // untilRule and untilStepRule: a list of numbers costs 16 bytes a number (see sizeOf).
 func untilRule(l *Limits, name string, a []reflect.Value) error {
-	return tooBig(l, name, math.Abs(float64(a[0].Int()))*16)
+	count, step := a[0].Int(), int64(1)
+	if count < 0 {
+		step = -1
+	}
+	return countRule(l, name, 0, count, step, 16)
 }
 
 func untilStepRule(l *Limits, name string, a []reflect.Value) error {
-	return tooBig(l, name, numbers(float64(a[0].Int()), float64(a[1].Int()), float64(a[2].Int()))*16)
+	return countRule(l, name, a[0].Int(), a[1].Int(), a[2].Int(), 16)
 }
 
 // regexRule bounds the work of a regular expression: Go's run in time proportional to the size of the
