@@ -118,6 +118,17 @@ func TestAttacksAreContained(t *testing.T) {
 	}
 }
 
+// TestYAMLAliasBomb: a small YAML document whose aliases expand a billionfold ("billion laughs") is refused by
+// the YAML library's alias limit or by the size of the value it decodes to, without expanding it.
+func TestYAMLAliasBomb(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", "))
+	}
+	contained(t, `{{ fromYaml .doc | toJson }}`, map[string]string{"doc": b.String()}, "", "fromYaml")
+}
+
 // TestMachineDeploymentNameBranch: a template that is harmless for the admission's sample machine and blows
 // up for one MachineDeployment fails that render with the template error; the next render is unaffected.
 func TestMachineDeploymentNameBranch(t *testing.T) {
