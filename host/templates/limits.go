@@ -59,12 +59,15 @@ func DefaultLimits() Limits {
 type LimitError struct {
 	// Limit names the limit, as in Limits ("ValueBytes").
 	Limit string
-	// Max is the limit's value.
+	// Max is the limit's value (milliseconds for Timeout).
 	Max int64
 	// Detail says what exceeded it.
 	Detail string
 }
 
 func (e *LimitError) Error() string {
+	if e.Limit == "Timeout" {
+		return fmt.Sprintf("%s: over the Timeout limit of %s", e.Detail, time.Duration(e.Max)*time.Millisecond)
+	}
 	return fmt.Sprintf("%s: over the %s limit of %d", e.Detail, e.Limit, e.Max)
 }
