@@ -30,7 +30,7 @@ type budget struct {
 func newBudget(ctx context.Context, lim Limits) *budget {
 	b := &budget{lim: lim, instrumented: map[*parse.Tree]bool{}}
 	b.ctx, b.cancel = context.WithTimeoutCause(ctx, lim.Timeout, &LimitError{Limit: "Timeout",
-		Max: lim.Timeout.Milliseconds(), Detail: fmt.Sprintf("the stage's templates ran for %s", lim.Timeout)})
+		Max: lim.Timeout.Milliseconds(), Detail: "the stage's templates ran too long"})
 	b.done = b.ctx.Done()
 	return b
 }
