@@ -141,9 +141,13 @@ func (m *machine) containerRuntime() (crConfig, error) {
 	if err != nil {
 		return crConfig{}, err
 	}
-	cr := crConfig{config: config, hosts: map[string]string{}, files: containerd.HostsFiles(opts)}
+	files, err := containerd.HostsFiles(opts)
+	if err != nil {
+		return crConfig{}, err
+	}
+	cr := crConfig{config: config, hosts: map[string]string{}, files: files}
 	for _, h := range cr.files {
-		cr.hosts[h.Registry] = h.Content
+		cr.hosts[h.Dir] = h.Content
 	}
 	return cr, nil
 }
