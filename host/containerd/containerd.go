@@ -28,6 +28,8 @@ type Options struct {
 	// ContainerdRegistryMirrors are the -node-containerd-registry-mirrors values per registry, in flag order.
 	// The registry "*" or "_default" is containerd's catch-all for registries without their own file.
 	ContainerdRegistryMirrors map[string][]string
+	// DeviceOwnershipFromSecurityContext lets containers use devices with their own UID/GID.
+	DeviceOwnershipFromSecurityContext bool
 	// AuthPlaceholder, when set, is written at the end of config.toml where the registry credentials go. The
 	// caller substitutes it with AuthTOML when it writes the user-data Secret.
 	AuthPlaceholder string
@@ -92,6 +94,7 @@ func ConfigTOML(opts Options) (string, error) {
 		Plugins: map[string]interface{}{
 			"io.containerd.cri.v1.images": images,
 			"io.containerd.cri.v1.runtime": runtimePlugin{
+				DeviceOwnershipFromSecurityContext: opts.DeviceOwnershipFromSecurityContext,
 				Containerd: runtimeContainerd{Runtimes: map[string]runtime{
 					"runc": {RuntimeType: "io.containerd.runc.v2", Options: map[string]any{"SystemdCgroup": true}},
 				}},

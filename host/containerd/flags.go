@@ -10,12 +10,14 @@ import (
 	"strings"
 )
 
-// RegistryFlags binds upstream OSM's three registry flags, with upstream's names and syntax, so the controller
-// and osmctl read them the same way.
+// RegistryFlags binds upstream OSM's containerd flags (the three registry flags and
+// -device-ownership-from-security-context), with upstream's names and syntax, so the controller and osmctl read
+// them the same way.
 type RegistryFlags struct {
 	insecure          string
 	mirrors           string
 	containerdMirrors MirrorFlag
+	deviceOwnership   bool
 }
 
 // AddFlags registers -node-insecure-registries, -node-registry-mirrors and -node-containerd-registry-mirrors.
@@ -24,6 +26,7 @@ func (f *RegistryFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.mirrors, "node-registry-mirrors", "", "Comma-separated mirrors: mirror-URL (of docker.io) or registry=mirror-URL; https:// is added when no scheme is given.")
 	fs.Var(&f.containerdMirrors, "node-containerd-registry-mirrors", "Mirror for a registry, as registry=mirror-URL; repeat the flag for more. "+
 		"Registry * or _default is the catch-all. Append ?kubermatic=override_path%3Dtrue to a mirror URL that is the full API path (e.g. a Harbor proxy cache).")
+	fs.BoolVar(&f.deviceOwnership, "device-ownership-from-security-context", false, "Let containerd give containers' devices the container's UID/GID (non-root device use).")
 }
 
 // Apply sets the registry fields of opts from the parsed flags, and fails on a mirror that is not a URL, as
@@ -32,6 +35,7 @@ func (f *RegistryFlags) Apply(opts *Options) error {
 	opts.InsecureRegistries = splitList(f.insecure)
 	opts.RegistryMirrors = splitList(f.mirrors)
 	opts.ContainerdRegistryMirrors = f.containerdMirrors.copy()
+	opts.DeviceOwnershipFromSecurityContext = f.deviceOwnership
 	_, err := opts.mirrorsByRegistry()
 	return err
 }

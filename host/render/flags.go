@@ -67,6 +67,7 @@ func (f *NodeFlags) Settings(base Settings) (Settings, error) {
 		return s, err
 	}
 	s.InsecureRegistries, s.RegistryMirrors, s.ContainerdRegistryMirrors = reg.InsecureRegistries, reg.RegistryMirrors, reg.ContainerdRegistryMirrors
+	s.DeviceOwnershipFromSecurityContext = reg.DeviceOwnershipFromSecurityContext
 	if s.KubeletFeatureGates, err = parseFeatureGates(f.featureGates); err != nil {
 		return s, fmt.Errorf("-node-kubelet-feature-gates: %w", err)
 	}

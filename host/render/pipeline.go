@@ -133,6 +133,8 @@ func (m *machine) containerRuntime() (crConfig, error) {
 		InsecureRegistries:        s.InsecureRegistries,
 		RegistryMirrors:           s.RegistryMirrors,
 		ContainerdRegistryMirrors: s.ContainerdRegistryMirrors,
+
+		DeviceOwnershipFromSecurityContext: s.DeviceOwnershipFromSecurityContext,
 	}
 	if len(s.RegistryCredentialHosts) > 0 {
 		opts.AuthPlaceholder = Placeholders.RegistryAuth
