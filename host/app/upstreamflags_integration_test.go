@@ -196,7 +196,7 @@ func TestUpstreamWebhookArgsServeAdmission(t *testing.T) {
 		if apierrors.IsInvalid(err) {
 			return nil
 		}
-		return fmt.Errorf("got %v", err)
+		return fmt.Errorf("got %w", err)
 	})
 	if !strings.Contains(err.Error(), "spec.provisioningConfig.files[0].content.inline.data") {
 		t.Errorf("the refusal does not name the field: %v", err)
