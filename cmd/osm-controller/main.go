@@ -25,6 +25,7 @@ import (
 
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
 )
@@ -84,6 +85,37 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&f.qps, "kube-api-qps", 100, "Queries per second to each API server.")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server.")
 	f.node.AddFlags(fs)
+}
+
+// pluginFlags configure the plugin runtime; the controller and the webhook server share them.
+type pluginFlags struct {
+	cacheDir   string
+	timeout    time.Duration
+	memoryMiB  uint64
+	registryCA string
+	insecure   bool
+	plainHTTP  bool
+}
+
+func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
+	fs.StringVar(&p.cacheDir, "plugin-cache-dir", cacheDir, "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
+	fs.DurationVar(&p.timeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
+	fs.Uint64Var(&p.memoryMiB, "plugin-memory-limit-mib", 256, "Memory cap of each plugin instance, in MiB.")
+	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
+	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
+	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
+}
+
+func (p *pluginFlags) config() (plugin.Config, error) {
+	cfg := plugin.Config{CacheDir: p.cacheDir, Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20,
+		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP}}
+	if p.registryCA != "" {
+		var err error
+		if cfg.Registry.CABundle, err = os.ReadFile(p.registryCA); err != nil {
+			return cfg, fmt.Errorf("-plugin-registry-ca-bundle: %w", err)
+		}
+	}
+	return cfg, nil
 }
 
 func main() {

@@ -9,14 +9,12 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/go-logr/logr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/osmhq/osm/host/app"
-	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
 )
@@ -61,37 +59,6 @@ func (f *flags) webhookServer(log logr.Logger) (webhook.Options, error) {
 	}
 	log.Info("admission webhooks on", "port", f.webhookPort, "certDir", f.webhookCertDir)
 	return opts, nil
-}
-
-// pluginFlags configure the plugin runtime; the controller and the webhook server share them.
-type pluginFlags struct {
-	cacheDir   string
-	timeout    time.Duration
-	memoryMiB  uint64
-	registryCA string
-	insecure   bool
-	plainHTTP  bool
-}
-
-func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
-	fs.StringVar(&p.cacheDir, "plugin-cache-dir", cacheDir, "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
-	fs.DurationVar(&p.timeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
-	fs.Uint64Var(&p.memoryMiB, "plugin-memory-limit-mib", 256, "Memory cap of each plugin instance, in MiB.")
-	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
-	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
-	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
-}
-
-func (p *pluginFlags) config() (plugin.Config, error) {
-	cfg := plugin.Config{CacheDir: p.cacheDir, Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20,
-		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP}}
-	if p.registryCA != "" {
-		var err error
-		if cfg.Registry.CABundle, err = os.ReadFile(p.registryCA); err != nil {
-			return cfg, fmt.Errorf("-plugin-registry-ca-bundle: %w", err)
-		}
-	}
-	return cfg, nil
 }
 
 // webhookMode reports whether the process serves only the webhooks, and the arguments to parse then.
