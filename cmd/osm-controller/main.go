@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -89,7 +90,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 
 // pluginFlags configure the plugin runtime; the controller and the webhook server share them.
 type pluginFlags struct {
-	cacheDir   string
+	cacheDir   cacheDirFlag
 	timeout    time.Duration
 	memoryMiB  uint64
 	registryCA string
@@ -98,7 +99,8 @@ type pluginFlags struct {
 }
 
 func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
-	fs.StringVar(&p.cacheDir, "plugin-cache-dir", cacheDir, "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
+	p.cacheDir.dir = cacheDir
+	fs.Var(&p.cacheDir, "plugin-cache-dir", "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
 	fs.DurationVar(&p.timeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
 	fs.Uint64Var(&p.memoryMiB, "plugin-memory-limit-mib", 256, "Memory cap of each plugin instance, in MiB.")
 	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
@@ -106,8 +108,8 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
 }
 
-func (p *pluginFlags) config() (plugin.Config, error) {
-	cfg := plugin.Config{CacheDir: p.cacheDir, Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20,
+func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
+	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20,
 		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP}}
 	if p.registryCA != "" {
 		var err error
@@ -116,6 +118,59 @@ func (p *pluginFlags) config() (plugin.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// cacheDirFlag is -plugin-cache-dir. A directory given explicitly is used or fails the start; the default may
+// be unwritable where no volume is mounted for it (upstream's Deployments), and then the controller uses one
+// under the temp directory, or keeps compiled plugins in memory only, and says so.
+type cacheDirFlag struct {
+	dir string
+	set bool
+}
+
+func (c *cacheDirFlag) String() string {
+	if c == nil {
+		return ""
+	}
+	return c.dir
+}
+
+func (c *cacheDirFlag) Set(v string) error {
+	c.dir, c.set = v, true
+	return nil
+}
+
+func (c *cacheDirFlag) usable(log logr.Logger) string {
+	if c.set || c.dir == "" {
+		return c.dir
+	}
+	err := writableDir(c.dir)
+	if err == nil {
+		return c.dir
+	}
+	fallback := filepath.Join(os.TempDir(), "osm-plugin-cache")
+	if fallback != c.dir && writableDir(fallback) == nil {
+		log.Info("plugin cache: the default -plugin-cache-dir is not writable, using another; mount a volume at -plugin-cache-dir to keep compiled plugins across restarts",
+			"default", c.dir, "reason", err.Error(), "using", fallback)
+		return fallback
+	}
+	log.Info("plugin cache: no writable directory, compiled plugins are kept in memory only; mount a volume at -plugin-cache-dir",
+		"default", c.dir, "reason", err.Error())
+	return ""
+}
+
+// writableDir creates dir if needed and checks that a file can be written in it.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
 }
 
 func main() {
@@ -183,7 +238,7 @@ func run(f *flags) error {
 			return fmt.Errorf("-worker-cluster-kubeconfig: %w", err)
 		}
 	}
-	pcfg, err := f.plugins.config()
+	pcfg, err := f.plugins.config(log)
 	if err != nil {
 		return err
 	}

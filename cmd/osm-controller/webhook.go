@@ -119,7 +119,7 @@ func runWebhook(f *webhookFlags) error {
 	if err != nil {
 		return fmt.Errorf("-kubeconfig: %w", err)
 	}
-	pcfg, err := f.plugins.config()
+	pcfg, err := f.plugins.config(log)
 	if err != nil {
 		return err
 	}

@@ -80,3 +80,37 @@ func TestWebhookMode(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginCacheDirFallback: an unwritable default cache directory does not stop the start (upstream's
+// Deployments mount no volume for it); an explicit one is used as given, so a wrong one fails loudly.
+func TestPluginCacheDirFallback(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	unwritable := filepath.Join(file, "cache") // below a regular file: not creatable, even for root
+	good := filepath.Join(t.TempDir(), "cache")
+
+	var lines []string
+	log := funcr.New(func(_, args string) { lines = append(lines, args) }, funcr.Options{})
+	if got := (&cacheDirFlag{dir: good}).usable(log); got != good || len(lines) != 0 {
+		t.Errorf("writable default: %q, logs %q", got, lines)
+	}
+	explicit := &cacheDirFlag{}
+	if err := explicit.Set(unwritable); err != nil {
+		t.Fatal(err)
+	}
+	if got := explicit.usable(log); got != unwritable {
+		t.Errorf("explicit directory replaced by %q", got)
+	}
+	got := (&cacheDirFlag{dir: unwritable}).usable(log)
+	if got == unwritable {
+		t.Fatal("unwritable default directory kept")
+	}
+	if got != "" && writableDir(got) != nil {
+		t.Errorf("fallback %q is not writable", got)
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "plugin cache") || !strings.Contains(lines[0], unwritable) {
+		t.Errorf("want one log line naming the default directory, got %q", lines)
+	}
+}
