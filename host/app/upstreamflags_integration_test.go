@@ -18,8 +18,10 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -168,13 +170,15 @@ func TestUpstreamControllerArgsStartAndReconcile(t *testing.T) {
 }
 
 // TestUpstreamWebhookArgsServeAdmission runs the binary the way upstream's webhook Deployment runs its webhook
-// binary (invoked as "webhook", upstream's flags), registered with the API server on upstream's webhook paths:
-// it serves admission on those paths, probes answer, and the log says the webhooks are on.
+// binary (invoked as "webhook", upstream's flags, as upstream's webhook ServiceAccount with upstream's RBAC:
+// read profiles, nothing else), registered with the API server on upstream's webhook paths: it serves
+// admission on those paths, probes answer, and the log says the webhooks are on.
 func TestUpstreamWebhookArgsServeAdmission(t *testing.T) {
 	bin := buildBinary(t)
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: upstreamWebhookConfigurations()})
 	ctx := context.Background()
 	c := env.Client
+	kubeconfig := upstreamWebhookIdentity(t, env)
 
 	// Upstream's image runs /usr/local/bin/webhook; a link with that name to osm-controller is the same.
 	link := filepath.Join(t.TempDir(), "webhook")
@@ -182,7 +186,7 @@ func TestUpstreamWebhookArgsServeAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	metrics, probes := freeTCPPort(t), freeTCPPort(t)
-	p := startBinary(t, link, []string{"KUBECONFIG=" + env.Kubeconfig},
+	p := startBinary(t, link, []string{"KUBECONFIG=" + kubeconfig},
 		upstreamWebhookArgs(env.Webhook.LocalServingCertDir, env.Webhook.LocalServingPort, metrics, probes)...)
 	p.waitForLog(t, `"admission webhooks on (webhook server only, no controllers)"`)
 	waitReady(t, p, probes)
@@ -220,6 +224,52 @@ func TestUpstreamWebhookArgsServeAdmission(t *testing.T) {
 		t.Errorf("OSC spec change: want the webhook's refusal, got %v", err)
 	}
 	p.stop(t)
+}
+
+// upstreamWebhookIdentity grants upstream's webhook ServiceAccount what upstream's deploy/rbac-webhook.yaml
+// grants it (get, list and watch OperatingSystemProfiles) and returns a kubeconfig that acts as it.
+func upstreamWebhookIdentity(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	const sa = "operating-system-manager-webhook"
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{"operatingsystemmanager.k8c.io"}, Resources: []string{"operatingsystemprofiles"}, Verbs: []string{"get", "list", "watch"},
+	}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: sa},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: osmNamespace}}}
+	for _, o := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg, err := clientcmd.LoadFromFile(env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate = "system:serviceaccount:" + osmNamespace + ":" + sa
+	}
+	path := filepath.Join(t.TempDir(), "webhook.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	// The identity is as narrow as upstream's: it reads profiles and no Secret.
+	restCfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, err := client.New(restCfg, client.Options{Scheme: testenv.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := as.List(ctx, &corev1.SecretList{}, client.InNamespace(osmNamespace)); !apierrors.IsForbidden(err) {
+		t.Fatalf("the webhook identity can list Secrets (%v); the test would not show upstream's RBAC is enough", err)
+	}
+	if err := as.List(ctx, &osmv1alpha1.OperatingSystemProfileList{}, client.InNamespace(osmNamespace)); err != nil {
+		t.Fatalf("the webhook identity cannot list profiles: %v", err)
+	}
+	return path
 }
 
 // upstreamWebhookConfigurations are OSM's webhook configurations routed to upstream's paths, as upstream's
