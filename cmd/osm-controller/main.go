@@ -1,5 +1,8 @@
 // Command osm-controller runs OSM: the OperatingSystemProfile and OperatingSystemConfig controllers, the
 // admission webhooks and the metrics endpoint. Flags keep upstream OSM's names and defaults.
+//
+// `osm-controller webhook` (or the binary invoked as "webhook") serves only the admission webhooks and takes
+// the flags of upstream's separate webhook binary; see webhook.go.
 package main
 
 import (
@@ -9,16 +12,17 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/credentials"
@@ -45,12 +49,9 @@ type flags struct {
 	logDebug                        bool
 	webhookPort                     int
 	webhookCertDir                  string
-	pluginCacheDir                  string
-	pluginTimeout                   time.Duration
-	pluginMemoryMiB                 uint64
-	pluginRegistryCA                string
-	pluginRegistryInsecure          bool
-	pluginRegistryPlainHTTP         bool
+	webhooks                        string
+	caBundle                        string
+	plugins                         pluginFlags
 	provisioningTokenTTL            time.Duration
 	bootstrapTokenTTL               time.Duration
 	qps                             float64
@@ -75,13 +76,11 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log format: json or console.")
 	fs.BoolVar(&f.logDebug, "log-debug", false, "Log at debug level.")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the admission webhooks; 0 disables them.")
-	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "Directory with tls.crt and tls.key for the webhooks.")
-	fs.StringVar(&f.pluginCacheDir, "plugin-cache-dir", "/var/cache/osm", "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
-	fs.DurationVar(&f.pluginTimeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
-	fs.Uint64Var(&f.pluginMemoryMiB, "plugin-memory-limit-mib", 256, "Memory cap of each plugin instance, in MiB.")
-	fs.StringVar(&f.pluginRegistryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
-	fs.BoolVar(&f.pluginRegistryInsecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
-	fs.BoolVar(&f.pluginRegistryPlainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
+	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", defaultCertDir, "Directory with tls.crt and tls.key for the webhooks.")
+	fs.StringVar(&f.webhooks, "webhooks", webhooksAuto, "Serve the admission webhooks: auto (when -webhook-cert-dir holds tls.crt and tls.key), true or false. "+
+		"Upstream's layout serves them from a separate Deployment: `osm-controller webhook`.")
+	fs.StringVar(&f.caBundle, "ca-bundle", "", "Accepted for compatibility with upstream OSM, where it is deprecated and has no effect; use -host-ca-bundle or -kubernetes-ca-bundle.")
+	f.plugins.register(fs, "/var/cache/osm")
 	fs.DurationVar(&f.provisioningTokenTTL, "provisioning-token-ttl", credentials.DefaultProvisioningTokenTTL, "Lifetime of the token nodes fetch their provisioning data with; rotated after two thirds.")
 	fs.DurationVar(&f.bootstrapTokenTTL, "bootstrap-token-ttl", credentials.DefaultBootstrapTokenTTL, "Lifetime of bootstrap tokens; extended while the MachineDeployment exists.")
 	fs.Float64Var(&f.qps, "kube-api-qps", 100, "Queries per second to each API server.")
@@ -89,28 +88,122 @@ func (f *flags) register(fs *flag.FlagSet) {
 	f.node.AddFlags(fs)
 }
 
+// pluginFlags configure the plugin runtime; the controller and the webhook server share them.
+type pluginFlags struct {
+	cacheDir   cacheDirFlag
+	timeout    time.Duration
+	memoryMiB  uint64
+	registryCA string
+	insecure   bool
+	plainHTTP  bool
+}
+
+func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
+	p.cacheDir.dir = cacheDir
+	fs.Var(&p.cacheDir, "plugin-cache-dir", "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
+	fs.DurationVar(&p.timeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
+	fs.Uint64Var(&p.memoryMiB, "plugin-memory-limit-mib", 256, "Memory cap of each plugin instance, in MiB.")
+	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
+	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
+	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
+}
+
+func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
+	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20,
+		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP}}
+	if p.registryCA != "" {
+		var err error
+		if cfg.Registry.CABundle, err = os.ReadFile(p.registryCA); err != nil {
+			return cfg, fmt.Errorf("-plugin-registry-ca-bundle: %w", err)
+		}
+	}
+	return cfg, nil
+}
+
+// cacheDirFlag is -plugin-cache-dir. A directory given explicitly is used or fails the start; the default may
+// be unwritable where no volume is mounted for it (upstream's Deployments), and then the controller uses one
+// under the temp directory, or keeps compiled plugins in memory only, and says so.
+type cacheDirFlag struct {
+	dir string
+	set bool
+}
+
+func (c *cacheDirFlag) String() string {
+	if c == nil {
+		return ""
+	}
+	return c.dir
+}
+
+func (c *cacheDirFlag) Set(v string) error {
+	c.dir, c.set = v, true
+	return nil
+}
+
+func (c *cacheDirFlag) usable(log logr.Logger) string {
+	if c.set || c.dir == "" {
+		return c.dir
+	}
+	err := writableDir(c.dir)
+	if err == nil {
+		return c.dir
+	}
+	fallback := filepath.Join(os.TempDir(), "osm-plugin-cache")
+	if fallback != c.dir && writableDir(fallback) == nil {
+		log.Info("plugin cache: the default -plugin-cache-dir is not writable, using another; mount a volume at -plugin-cache-dir to keep compiled plugins across restarts",
+			"default", c.dir, "reason", err.Error(), "using", fallback)
+		return fallback
+	}
+	log.Info("plugin cache: no writable directory, compiled plugins are kept in memory only; mount a volume at -plugin-cache-dir",
+		"default", c.dir, "reason", err.Error())
+	return ""
+}
+
+// writableDir creates dir if needed and checks that a file can be written in it.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
 func main() {
 	f := &flags{}
 	// A FlagSet of our own: controller-runtime registers -kubeconfig on flag.CommandLine in an init function,
 	// and OSM's -kubeconfig (upstream's name) must not collide with it.
+	if args, ok := webhookMode(os.Args); ok {
+		os.Exit(webhookMain(args))
+	}
 	fs := flag.NewFlagSet("osm-controller", flag.ExitOnError)
 	f.register(fs)
 	_ = fs.Parse(os.Args[1:])
 
+	logger := newLogger(f.logFormat, f.logDebug)
+	if err := run(f); err != nil {
+		logger.Error(err, "osm-controller failed")
+		os.Exit(1)
+	}
+}
+
+// newLogger sets controller-runtime's logger from -log-format and -log-debug and returns it.
+func newLogger(format string, debug bool) logr.Logger {
 	logger := zap.New(zap.UseDevMode(false), func(o *zap.Options) {
-		if f.logFormat == "console" {
+		if format == "console" {
 			o.Encoder = zapcore.NewConsoleEncoder(uberzap.NewDevelopmentEncoderConfig())
 		}
-		if f.logDebug {
+		if debug {
 			lvl := zapcore.DebugLevel
 			o.Level = &lvl
 		}
 	})
 	ctrl.SetLogger(logger)
-	if err := run(f); err != nil {
-		logger.Error(err, "osm-controller failed")
-		os.Exit(1)
-	}
+	return logger
 }
 
 func run(f *flags) error {
@@ -120,6 +213,13 @@ func run(f *flags) error {
 	log := ctrl.Log.WithName("osm")
 	if f.bootstrapTokenSA != "" {
 		log.Info("-bootstrap-token-service-account-name is ignored: OSM issues a bootstrap token per MachineDeployment")
+	}
+	if f.caBundle != "" {
+		log.Info("-ca-bundle is ignored (deprecated upstream): use -host-ca-bundle or -kubernetes-ca-bundle")
+	}
+	webhookOpts, err := f.webhookServer(log)
+	if err != nil {
+		return err
 	}
 	base := render.DefaultSettings()
 	base.Namespace = f.namespace
@@ -138,12 +238,9 @@ func run(f *flags) error {
 			return fmt.Errorf("-worker-cluster-kubeconfig: %w", err)
 		}
 	}
-	pcfg := plugin.Config{CacheDir: f.pluginCacheDir, Timeout: f.pluginTimeout, MemoryLimit: f.pluginMemoryMiB << 20,
-		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: f.pluginRegistryInsecure, PlainHTTP: f.pluginRegistryPlainHTTP}}
-	if f.pluginRegistryCA != "" {
-		if pcfg.Registry.CABundle, err = os.ReadFile(f.pluginRegistryCA); err != nil {
-			return fmt.Errorf("-plugin-registry-ca-bundle: %w", err)
-		}
+	pcfg, err := f.plugins.config(log)
+	if err != nil {
+		return err
 	}
 	defaults, err := plugins.DefaultProfiles()
 	if err != nil {
@@ -157,7 +254,7 @@ func run(f *flags) error {
 		RegistryCredentialsSecret: f.registryCredentialsSecret,
 		ProvisioningTokenTTL:      f.provisioningTokenTTL, BootstrapTokenTTL: f.bootstrapTokenTTL,
 		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, LeaderElect: f.leaderElect,
-		Webhook: webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir},
+		Webhook: webhookOpts,
 		Build:   version, Logger: log,
 	})
 	if err != nil {

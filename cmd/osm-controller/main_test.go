@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,12 +23,31 @@ func TestBinary(t *testing.T) {
 		"-node-containerd-registry-mirrors", "-node-registry-credentials-secret", "-node-kubelet-feature-gates",
 		"-kubernetes-ca-bundle", "-host-ca-bundle", "-override-bootstrap-kubelet-apiserver",
 		"-bootstrap-token-service-account-name", "-health-probe-address", "-metrics-address", "-leader-elect",
-		"-log-format", "-log-debug", "-node-binary-base-url", "-plugin-cache-dir"} {
+		"-log-format", "-log-debug", "-node-binary-base-url", "-plugin-cache-dir", "-device-ownership-from-security-context",
+		"-ca-bundle", "-worker-health-probe-address", "-worker-metrics-address", "-webhooks"} {
 		if !strings.Contains(string(out), "  "+flag+" ") && !strings.Contains(string(out), "  "+flag+"\n") {
 			t.Errorf("-help does not list %s", flag)
 		}
 	}
-	out, err := exec.Command(bin).CombinedOutput()
+	// Upstream's webhook binary's flags, as a subcommand and as a binary named "webhook".
+	link := filepath.Join(filepath.Dir(bin), "webhook")
+	if err := os.Symlink(bin, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []*exec.Cmd{exec.Command(bin, "webhook", "-help"), exec.Command(link, "-help")} {
+		out, _ := cmd.CombinedOutput()
+		for _, flag := range []string{"-namespace", "-cert-dir", "-metrics-bind-address", "-health-probe-bind-address", "-leader-elect",
+			"-log-format", "-log-debug", "-kubeconfig"} {
+			if !strings.Contains(string(out), "  "+flag+" ") && !strings.Contains(string(out), "  "+flag+"\n") {
+				t.Errorf("%v does not list %s:\n%s", cmd.Args, flag, out)
+			}
+		}
+	}
+	out, err := exec.Command(link, "-log-format=console").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "-namespace is required") {
+		t.Errorf("webhook without -namespace: err=%v output:\n%s", err, out)
+	}
+	out, err = exec.Command(bin).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "-namespace is required") {
 		t.Errorf("without -namespace: err=%v output:\n%s", err, out)
 	}

@@ -1,16 +1,17 @@
 // Package containerd generates containerd's configuration from the controller's node flags: config.toml
 // (version 3, containerd 2.x) and one certs.d/<registry>/hosts.toml per registry that has mirrors or is
-// insecure.
+// insecure, plus docker.io's, which is always written.
 //
-// The output matches upstream OSM's byte for byte for the same flags, so that upstream profiles that embed
-// {{ .ContainerRuntimeConfig }} render the same file.
+// The flags mean what they mean to upstream OSM (-node-registry-mirrors, -node-containerd-registry-mirrors,
+// -node-insecure-registries) and the files match upstream's byte for byte, so that upstream profiles that
+// embed {{ .ContainerRuntimeConfig }} render the same file and nodes pull through the same mirrors. The
+// fixtures in testdata/upstream hold upstream's output for every flag form; containerd's own hosts-file
+// parser is the judge of what a pull then tries (hosts_containerd_test.go).
 package containerd
 
 import (
 	"bytes"
 	"fmt"
-	"sort"
-	"strings"
 
 	"github.com/BurntSushi/toml"
 )
@@ -19,12 +20,16 @@ import (
 type Options struct {
 	// PauseImage is the sandbox image; empty keeps containerd's default.
 	PauseImage string
-	// InsecureRegistries are registries whose TLS certificate is not verified.
+	// InsecureRegistries are registries whose TLS certificate is not verified (-node-insecure-registries).
 	InsecureRegistries []string
-	// RegistryMirrors are mirrors for docker.io.
+	// RegistryMirrors are the entries of -node-registry-mirrors: a mirror of docker.io, or registry=mirror;
+	// a mirror without a scheme gets https://.
 	RegistryMirrors []string
-	// ContainerdRegistryMirrors are mirrors per registry host.
+	// ContainerdRegistryMirrors are the -node-containerd-registry-mirrors values per registry, in flag order.
+	// The registry "*" or "_default" is containerd's catch-all for registries without their own file.
 	ContainerdRegistryMirrors map[string][]string
+	// DeviceOwnershipFromSecurityContext lets containers use devices with their own UID/GID.
+	DeviceOwnershipFromSecurityContext bool
 	// AuthPlaceholder, when set, is written at the end of config.toml where the registry credentials go. The
 	// caller substitutes it with AuthTOML when it writes the user-data Secret.
 	AuthPlaceholder string
@@ -89,6 +94,7 @@ func ConfigTOML(opts Options) (string, error) {
 		Plugins: map[string]interface{}{
 			"io.containerd.cri.v1.images": images,
 			"io.containerd.cri.v1.runtime": runtimePlugin{
+				DeviceOwnershipFromSecurityContext: opts.DeviceOwnershipFromSecurityContext,
 				Containerd: runtimeContainerd{Runtimes: map[string]runtime{
 					"runc": {RuntimeType: "io.containerd.runc.v2", Options: map[string]any{"SystemdCgroup": true}},
 				}},
@@ -106,69 +112,4 @@ func ConfigTOML(opts Options) (string, error) {
 		buf.WriteString(opts.AuthPlaceholder + "\n")
 	}
 	return buf.String(), nil
-}
-
-// HostsFile is the hosts.toml of one registry.
-type HostsFile struct {
-	Registry string
-	Path     string
-	Content  string
-}
-
-// HostsFiles returns one hosts.toml per registry that is insecure or has mirrors, sorted by registry.
-func HostsFiles(opts Options) []HostsFile {
-	type hostCfg struct {
-		mirrors  []string
-		insecure bool
-	}
-	hosts := map[string]*hostCfg{}
-	get := func(r string) *hostCfg {
-		if hosts[r] == nil {
-			hosts[r] = &hostCfg{}
-		}
-		return hosts[r]
-	}
-	for _, r := range opts.InsecureRegistries {
-		get(r).insecure = true
-	}
-	if len(opts.RegistryMirrors) > 0 {
-		get("docker.io").mirrors = append(get("docker.io").mirrors, opts.RegistryMirrors...)
-	}
-	for r, mirrors := range opts.ContainerdRegistryMirrors {
-		get(r).mirrors = append(get(r).mirrors, mirrors...)
-	}
-
-	names := make([]string, 0, len(hosts))
-	for r := range hosts {
-		names = append(names, r)
-	}
-	sort.Strings(names)
-	out := make([]HostsFile, 0, len(names))
-	for _, r := range names {
-		h := hosts[r]
-		var b strings.Builder
-		fmt.Fprintf(&b, "server = %q\n", server(r))
-		for _, m := range h.mirrors {
-			fmt.Fprintf(&b, "\n[host.%q]\ncapabilities = [\"pull\", \"resolve\"]\n", m)
-			if h.insecure {
-				b.WriteString("skip_verify = true\n")
-			}
-		}
-		if len(h.mirrors) == 0 {
-			// An insecure registry without mirrors is its own host.
-			fmt.Fprintf(&b, "\n[host.%q]\ncapabilities = [\"pull\", \"resolve\"]\nskip_verify = true\n", r)
-		}
-		out = append(out, HostsFile{Registry: r, Path: CertsDir + "/" + r + "/hosts.toml", Content: b.String()})
-	}
-	return out
-}
-
-// server is the upstream endpoint of a registry as containerd's hosts.toml wants it. Docker Hub's API lives on
-// another host than its name; other registries are written as given, which keeps host:port registries reachable
-// over whatever scheme containerd negotiates.
-func server(registry string) string {
-	if registry == "docker.io" {
-		return "https://registry-1.docker.io"
-	}
-	return registry
 }

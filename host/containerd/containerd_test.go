@@ -47,28 +47,6 @@ func TestConfigMatchesUpstream(t *testing.T) {
 	}
 }
 
-func TestHostsFiles(t *testing.T) {
-	got := containerd.HostsFiles(containerd.Options{
-		InsecureRegistries:        []string{"192.168.100.100:5000", "10.0.0.1:5000", "quay.example.com"},
-		RegistryMirrors:           []string{"https://registry.docker-cn.com"},
-		ContainerdRegistryMirrors: map[string][]string{"quay.example.com": {"https://mirror-a.example.com", "https://mirror-b.example.com"}},
-	})
-	want := []containerd.HostsFile{
-		{Registry: "10.0.0.1:5000", Path: "/etc/containerd/certs.d/10.0.0.1:5000/hosts.toml",
-			Content: "server = \"10.0.0.1:5000\"\n\n[host.\"10.0.0.1:5000\"]\ncapabilities = [\"pull\", \"resolve\"]\nskip_verify = true\n"},
-		{Registry: "192.168.100.100:5000", Path: "/etc/containerd/certs.d/192.168.100.100:5000/hosts.toml",
-			Content: "server = \"192.168.100.100:5000\"\n\n[host.\"192.168.100.100:5000\"]\ncapabilities = [\"pull\", \"resolve\"]\nskip_verify = true\n"},
-		{Registry: "docker.io", Path: "/etc/containerd/certs.d/docker.io/hosts.toml",
-			Content: "server = \"https://registry-1.docker.io\"\n\n[host.\"https://registry.docker-cn.com\"]\ncapabilities = [\"pull\", \"resolve\"]\n"},
-		{Registry: "quay.example.com", Path: "/etc/containerd/certs.d/quay.example.com/hosts.toml",
-			Content: "server = \"quay.example.com\"\n\n[host.\"https://mirror-a.example.com\"]\ncapabilities = [\"pull\", \"resolve\"]\nskip_verify = true\n" +
-				"\n[host.\"https://mirror-b.example.com\"]\ncapabilities = [\"pull\", \"resolve\"]\nskip_verify = true\n"},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("hosts files (-want +got):\n%s", diff)
-	}
-}
-
 func TestRegistryAuth(t *testing.T) {
 	auths, err := containerd.ParseDockerConfig([]byte(`{"auths":{"https://index.docker.io/v1/":{"auth":"dXNlcjpwYXNz"},"quay.example.com":{"username":"robot","password":"s3cr3t"}}}`))
 	if err != nil {

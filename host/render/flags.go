@@ -5,29 +5,28 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/osmhq/osm/host/containerd"
 )
 
 // NodeFlags binds the node settings to command-line flags with upstream OSM's names and defaults, so the
 // controller and osmctl accept the same flags. Call Settings after parsing.
 type NodeFlags struct {
-	clusterDNS                string
-	containerRuntime          string
-	externalCloudProvider     bool
-	pauseImage                string
-	initialTaints             string
-	httpProxy                 string
-	noProxy                   string
-	insecureRegistries        string
-	registryMirrors           string
-	containerdRegistryMirrors mirrorFlag
-	featureGates              string
-	kubernetesCABundle        string
-	hostCABundle              string
-	overrideAPIServer         string
-	binaryBaseURL             string
+	clusterDNS            string
+	containerRuntime      string
+	externalCloudProvider bool
+	pauseImage            string
+	initialTaints         string
+	httpProxy             string
+	noProxy               string
+	registries            containerd.RegistryFlags
+	featureGates          string
+	kubernetesCABundle    string
+	hostCABundle          string
+	overrideAPIServer     string
+	binaryBaseURL         string
 }
 
 // AddFlags registers the flags on fs.
@@ -39,9 +38,7 @@ func (f *NodeFlags) AddFlags(fs *flag.FlagSet) {
 	fs.StringVar(&f.initialTaints, "initial-taints", "", "Taints nodes register with, e.g. key=value:NoSchedule.")
 	fs.StringVar(&f.httpProxy, "node-http-proxy", "", "HTTP(S) proxy for nodes.")
 	fs.StringVar(&f.noProxy, "node-no-proxy", DefaultNoProxy, "NO_PROXY for nodes.")
-	fs.StringVar(&f.insecureRegistries, "node-insecure-registries", "", "Comma-separated registries containerd reaches without verifying TLS.")
-	fs.StringVar(&f.registryMirrors, "node-registry-mirrors", "", "Comma-separated mirrors for docker.io.")
-	fs.Var(&f.containerdRegistryMirrors, "node-containerd-registry-mirrors", "Mirror for a registry, as registry=mirror-URL; repeat the flag for more.")
+	f.registries.AddFlags(fs)
 	fs.StringVar(&f.featureGates, "node-kubelet-feature-gates", "RotateKubeletServerCertificate=true", "Kubelet feature gates, as Gate=true,Other=false.")
 	fs.StringVar(&f.kubernetesCABundle, "kubernetes-ca-bundle", "", "File with the cluster CA nodes verify the API server with; default: from kube-public/cluster-info.")
 	fs.StringVar(&f.hostCABundle, "host-ca-bundle", "", "File with extra CA certificates nodes trust system-wide.")
@@ -65,9 +62,12 @@ func (f *NodeFlags) Settings(base Settings) (Settings, error) {
 	s.InitialTaints = f.initialTaints
 	s.HTTPProxy = f.httpProxy
 	s.NoProxy = f.noProxy
-	s.InsecureRegistries = splitList(f.insecureRegistries)
-	s.RegistryMirrors = splitList(f.registryMirrors)
-	s.ContainerdRegistryMirrors = f.containerdRegistryMirrors.m
+	var reg containerd.Options
+	if err := f.registries.Apply(&reg); err != nil {
+		return s, err
+	}
+	s.InsecureRegistries, s.RegistryMirrors, s.ContainerdRegistryMirrors = reg.InsecureRegistries, reg.RegistryMirrors, reg.ContainerdRegistryMirrors
+	s.DeviceOwnershipFromSecurityContext = reg.DeviceOwnershipFromSecurityContext
 	if s.KubeletFeatureGates, err = parseFeatureGates(f.featureGates); err != nil {
 		return s, fmt.Errorf("-node-kubelet-feature-gates: %w", err)
 	}
@@ -134,36 +134,4 @@ func parseFeatureGates(s string) (map[string]bool, error) {
 		gates["RotateKubeletServerCertificate"] = true
 	}
 	return gates, nil
-}
-
-// mirrorFlag collects registry=mirror pairs.
-type mirrorFlag struct{ m map[string][]string }
-
-func (f *mirrorFlag) String() string {
-	var parts []string
-	keys := make([]string, 0, len(f.m))
-	for k := range f.m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range f.m[k] {
-			parts = append(parts, k+"="+v)
-		}
-	}
-	return strings.Join(parts, ",")
-}
-
-func (f *mirrorFlag) Set(v string) error {
-	for _, item := range splitList(v) {
-		reg, mirror, ok := strings.Cut(item, "=")
-		if !ok || reg == "" || mirror == "" {
-			return fmt.Errorf("%q is not registry=mirror", item)
-		}
-		if f.m == nil {
-			f.m = map[string][]string{}
-		}
-		f.m[reg] = append(f.m[reg], mirror)
-	}
-	return nil
 }

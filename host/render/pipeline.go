@@ -133,6 +133,8 @@ func (m *machine) containerRuntime() (crConfig, error) {
 		InsecureRegistries:        s.InsecureRegistries,
 		RegistryMirrors:           s.RegistryMirrors,
 		ContainerdRegistryMirrors: s.ContainerdRegistryMirrors,
+
+		DeviceOwnershipFromSecurityContext: s.DeviceOwnershipFromSecurityContext,
 	}
 	if len(s.RegistryCredentialHosts) > 0 {
 		opts.AuthPlaceholder = Placeholders.RegistryAuth
@@ -141,9 +143,13 @@ func (m *machine) containerRuntime() (crConfig, error) {
 	if err != nil {
 		return crConfig{}, err
 	}
-	cr := crConfig{config: config, hosts: map[string]string{}, files: containerd.HostsFiles(opts)}
+	files, err := containerd.HostsFiles(opts)
+	if err != nil {
+		return crConfig{}, err
+	}
+	cr := crConfig{config: config, hosts: map[string]string{}, files: files}
 	for _, h := range cr.files {
-		cr.hosts[h.Registry] = h.Content
+		cr.hosts[h.Dir] = h.Content
 	}
 	return cr, nil
 }

@@ -32,6 +32,9 @@ type Settings struct {
 	InsecureRegistries        []string
 	RegistryMirrors           []string
 	ContainerdRegistryMirrors map[string][]string
+	// DeviceOwnershipFromSecurityContext sets containerd's device_ownership_from_security_context
+	// (-device-ownership-from-security-context).
+	DeviceOwnershipFromSecurityContext bool
 	// RegistryCredentialHosts are the registries -node-registry-credentials-secret has credentials for; the
 	// credentials themselves are only ever handed to SecretValues.
 	RegistryCredentialHosts []string

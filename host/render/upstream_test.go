@@ -35,7 +35,7 @@ func loadYAML(t testing.TB, path string, into any) {
 }
 
 // upstreamSettings are the controller settings of upstream OSM's golden tests
-// (pkg/controllers/osc/osc_reconciler_test.go).
+// (see crds/testdata/upstream/README.md).
 func upstreamSettings(external bool) render.Settings {
 	s := render.DefaultSettings()
 	s.ClusterDNSIPs = []net.IP{net.IPv4(10, 0, 0, 0)}

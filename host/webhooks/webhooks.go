@@ -1,5 +1,6 @@
 // Package webhooks holds OSM's admission webhooks: profile validation, OperatingSystemConfig immutability and
-// MachineDeployment defaulting. They are served by the controller.
+// MachineDeployment defaulting. The controller serves them when it has a serving certificate, and
+// `osm-controller webhook` serves them alone, as upstream's separate webhook Deployment does.
 package webhooks
 
 import (
@@ -26,18 +27,34 @@ const (
 	PathDefaultMachineDeployment = "/mutate-machinedeployment"
 )
 
-// Setup registers the webhooks on mgr's webhook server.
+// Paths upstream OSM serves the same webhooks on. Its webhook configurations (operating-system-manager-webhook
+// Service) route there, so OSM serves them too and an upstream installation works unchanged.
+const (
+	UpstreamPathValidateProfile          = "/operatingsystemprofile"
+	UpstreamPathValidateConfig           = "/operatingsystemconfig"
+	UpstreamPathDefaultMachineDeployment = "/mutate-v1alpha1-machinedeployment"
+)
+
+// Setup registers the webhooks on mgr's webhook server, on OSM's paths and upstream's.
 func Setup(mgr ctrl.Manager, profiles *validation.ProfileValidator) error {
+	ospValidator := &ProfileValidator{Validator: profiles}
 	if err := ctrl.NewWebhookManagedBy(mgr, &osmv1alpha1.OperatingSystemProfile{}).
-		WithValidator(&ProfileValidator{Validator: profiles}).WithValidatorCustomPath(PathValidateProfile).Complete(); err != nil {
+		WithValidator(ospValidator).WithValidatorCustomPath(PathValidateProfile).Complete(); err != nil {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &osmv1alpha1.OperatingSystemConfig{}).
 		WithValidator(ConfigValidator{}).WithValidatorCustomPath(PathValidateConfig).Complete(); err != nil {
 		return err
 	}
-	return ctrl.NewWebhookManagedBy(mgr, &clusterv1alpha1.MachineDeployment{}).
-		WithDefaulter(MachineDeploymentDefaulter{}).WithDefaulterCustomPath(PathDefaultMachineDeployment).Complete()
+	if err := ctrl.NewWebhookManagedBy(mgr, &clusterv1alpha1.MachineDeployment{}).
+		WithDefaulter(MachineDeploymentDefaulter{}).WithDefaulterCustomPath(PathDefaultMachineDeployment).Complete(); err != nil {
+		return err
+	}
+	server, scheme := mgr.GetWebhookServer(), mgr.GetScheme()
+	server.Register(UpstreamPathValidateProfile, admission.WithValidator[*osmv1alpha1.OperatingSystemProfile](scheme, ospValidator))
+	server.Register(UpstreamPathValidateConfig, admission.WithValidator[*osmv1alpha1.OperatingSystemConfig](scheme, ConfigValidator{}))
+	server.Register(UpstreamPathDefaultMachineDeployment, admission.WithDefaulter[*clusterv1alpha1.MachineDeployment](scheme, MachineDeploymentDefaulter{}))
+	return nil
 }
 
 // ProfileValidator rejects profiles that cannot render, and spec changes without a version bump.
