@@ -56,6 +56,11 @@ type OperatingSystemProfileSpec struct {
 	// from its templates alone, exactly as upstream OSM does.
 	// +optional
 	Plugin *PluginReference `json:"plugin,omitempty"`
+	// Plugins continue the pipeline after Plugin: each receives the configuration the one before it returned,
+	// with its own config. Extensions that select the profile run after these.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Plugins []PluginReference `json:"plugins,omitempty"`
 }
 
 // OSPConfig is one stage (bootstrap or provisioning) of a profile.

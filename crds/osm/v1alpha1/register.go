@@ -20,6 +20,7 @@ var (
 func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &OperatingSystemProfile{}, &OperatingSystemProfileList{},
 		&OperatingSystemConfig{}, &OperatingSystemConfigList{},
+		&OperatingSystemProfileExtension{}, &OperatingSystemProfileExtensionList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
