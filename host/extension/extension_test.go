@@ -95,8 +95,8 @@ func str(s string) *string { return &s }
 
 func TestMergeAddsAfterTheStage(t *testing.T) {
 	cfg := &abi.NodeConfig{
-		Files: []abi.File{abi.PlainFile("/etc/profile-file", 644, "p")},
-		Units: []abi.Unit{{Name: "kubelet.service", Content: str("[Service]")}},
+		Files:   []abi.File{abi.PlainFile("/etc/profile-file", 644, "p")},
+		Units:   []abi.Unit{{Name: "kubelet.service", Content: str("[Service]")}},
 		Modules: &abi.Modules{RunCMD: []string{"osm-setup"}},
 	}
 	m := NewMerger(cfg)
@@ -109,8 +109,8 @@ func TestMergeAddsAfterTheStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &abi.NodeConfig{
-		Files: []abi.File{abi.PlainFile("/etc/profile-file", 644, "p"), abi.PlainFile("/etc/sysctl.d/99-site.conf", 644, "vm.swappiness = 10\n")},
-		Units: []abi.Unit{{Name: "kubelet.service", Content: str("[Service]"), DropIns: []abi.DropIn{{Name: "10-site.conf", Content: "[Service]\nNice=-5"}}}},
+		Files:   []abi.File{abi.PlainFile("/etc/profile-file", 644, "p"), abi.PlainFile("/etc/sysctl.d/99-site.conf", 644, "vm.swappiness = 10\n")},
+		Units:   []abi.Unit{{Name: "kubelet.service", Content: str("[Service]"), DropIns: []abi.DropIn{{Name: "10-site.conf", Content: "[Service]\nNice=-5"}}}},
 		Modules: &abi.Modules{RunCMD: []string{"osm-setup", "sysctl --system"}},
 	}
 	if diff := cmp.Diff(want, cfg); diff != "" {
@@ -215,4 +215,3 @@ func clone(t *testing.T, cfg *abi.NodeConfig) *abi.NodeConfig {
 	}
 	return &out
 }
-
