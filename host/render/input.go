@@ -18,6 +18,9 @@ type Input struct {
 	Profile           *osmv1alpha1.OperatingSystemProfile
 	Cluster           ClusterInfo
 	Settings          Settings
+	// Extensions are the OperatingSystemProfileExtensions that apply to the profile for this machine, in the
+	// order they apply (extension.For chooses and orders them).
+	Extensions []*osmv1alpha1.OperatingSystemProfileExtension
 }
 
 // machine is the input, decoded and checked once.

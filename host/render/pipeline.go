@@ -28,11 +28,16 @@ type Output struct {
 	Spec osmv1alpha1.OperatingSystemConfigSpec
 	// Plugin is the plugin that rendered the configuration, nil for a templates-only profile.
 	Plugin *osmv1alpha1.ResolvedPlugin
-	// Warnings are the plugin's warnings, to be shown as events.
+	// Pipeline are the plugins of spec.plugins after the first, in order.
+	Pipeline []osmv1alpha1.ResolvedPlugin
+	// Extensions are the extensions applied, in order.
+	Extensions []AppliedExtension
+	// Warnings are the plugins' warnings, to be shown as events.
 	Warnings []string
 
 	stages       map[abi.Stage]*abi.NodeConfig
 	plugin       Plugin
+	pipeline     []pipelineStep
 	context      abi.RenderContext
 	fromMachine  SecretValues
 	hostname     bool
@@ -60,9 +65,15 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 	if err != nil {
 		return nil, err
 	}
+	pipeline, err := r.pipeline(ctx, m)
+	if err != nil {
+		return nil, err
+	}
 	out := &Output{
 		stages:       map[abi.Stage]*abi.NodeConfig{},
 		plugin:       plugin,
+		pipeline:     pipeline,
+		Extensions:   appliedExtensions(in.Extensions),
 		context:      m.renderContext(cr),
 		fromMachine:  m.secretValues(),
 		hostname:     m.cloudProvider() != "aws",
@@ -85,9 +96,17 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		}
 		m.completeStage(st.stage, cfg, cr)
 		if plugin != nil {
-			if cfg, err = out.callRender(ctx, m, st.stage, cfg); err != nil {
+			if cfg, err = out.callRender(ctx, m, plugin, m.Profile.Spec.Plugin.Config, st.stage, cfg); err != nil {
 				return nil, err
 			}
+		}
+		for _, step := range pipeline {
+			if cfg, err = out.callRender(ctx, m, step.plugin, step.config, st.stage, cfg); err != nil {
+				return nil, fmt.Errorf("%s: %w", step.what, err)
+			}
+		}
+		if cfg, err = out.applyExtensions(ctx, r, m, st.stage, cfg, data); err != nil {
+			return nil, err
 		}
 		if err := nodeconfig.Check(cfg); err != nil {
 			return nil, withReason(osmv1alpha1.ReasonRenderFailed, fmt.Errorf("%s stage: %w", st.stage, err))
@@ -97,6 +116,9 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 	if plugin != nil {
 		id := plugin.Identity()
 		out.Plugin = &id
+	}
+	for _, step := range pipeline {
+		out.Pipeline = append(out.Pipeline, step.plugin.Identity())
 	}
 	out.Spec = osmv1alpha1.OperatingSystemConfigSpec{
 		OSName:              osp.Spec.OSName,
@@ -154,6 +176,28 @@ func (m *machine) containerRuntime() (crConfig, error) {
 	return cr, nil
 }
 
+// pipelineStep is a plugin of the profile's spec.plugins.
+type pipelineStep struct {
+	plugin Plugin
+	config map[string]string
+	what   string
+}
+
+// pipeline resolves the profile's spec.plugins, which run after spec.plugin, each on what the one before returned.
+func (r *Renderer) pipeline(ctx context.Context, m *machine) ([]pipelineStep, error) {
+	var steps []pipelineStep
+	for i := range m.Profile.Spec.Plugins {
+		ref := &m.Profile.Spec.Plugins[i]
+		what := fmt.Sprintf("profile %s spec.plugins[%d]", objectName(m.Profile.Namespace, m.Profile.Name), i)
+		p, err := r.resolve(ctx, m, ref, what)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, pipelineStep{plugin: p, config: ref.Config, what: what})
+	}
+	return steps, nil
+}
+
 func (r *Renderer) plugin(ctx context.Context, m *machine) (Plugin, error) {
 	ref := m.Profile.Spec.Plugin
 	if ref == nil {
@@ -183,16 +227,16 @@ func (r *Renderer) plugin(ctx context.Context, m *machine) (Plugin, error) {
 	return p, nil
 }
 
-func (o *Output) callRender(ctx context.Context, m *machine, stage abi.Stage, in *abi.NodeConfig) (*abi.NodeConfig, error) {
+func (o *Output) callRender(ctx context.Context, m *machine, p Plugin, config map[string]string, stage abi.Stage, in *abi.NodeConfig) (*abi.NodeConfig, error) {
 	req := &abi.RenderRequest{
 		ABIVersion:          abi.Version,
 		Stage:               stage,
 		ProvisioningUtility: m.utility,
-		Config:              pluginConfig(o.plugin.Metadata(), m.Profile.Spec.Plugin.Config),
+		Config:              pluginConfig(p.Metadata(), config),
 		Context:             o.context,
 		Input:               *in,
 	}
-	resp, err := o.plugin.Render(ctx, req)
+	resp, err := p.Render(ctx, req)
 	if err != nil {
 		return nil, withReason(osmv1alpha1.ReasonPluginFailed, err)
 	}

@@ -78,6 +78,12 @@ type OperatingSystemConfigStatus struct {
 	// Plugin is the plugin that rendered the configuration, if any.
 	// +optional
 	Plugin *ResolvedPlugin `json:"plugin,omitempty"`
+	// Plugins are the plugins of the profile's pipeline after the first (spec.plugins), in order.
+	// +optional
+	Plugins []ResolvedPlugin `json:"plugins,omitempty"`
+	// Extensions are the OperatingSystemProfileExtensions applied, in the order they applied.
+	// +optional
+	Extensions []AppliedExtension `json:"extensions,omitempty"`
 	// MachineDeploymentRevision is the MachineDeployment revision the configuration was rendered for.
 	// +optional
 	MachineDeploymentRevision string `json:"machineDeploymentRevision,omitempty"`

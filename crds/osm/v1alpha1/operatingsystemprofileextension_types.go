@@ -75,8 +75,8 @@ type ProfileSelector struct {
 	CloudProviders []string `json:"cloudProviders,omitempty"`
 }
 
-// ExtensionConfig is what an extension adds to one stage. Its files, units and templates are Go templates
-// rendered with the same data as the profile's.
+// ExtensionConfig is what an extension adds to one stage. Its files are Go templates, rendered with its own
+// templates and the same data as the profile's; units and modules are taken as they are, as in a profile.
 type ExtensionConfig struct {
 	// Templates are named Go templates usable from this extension's files and units.
 	// +optional
@@ -122,6 +122,14 @@ type OperatingSystemProfileExtensionList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 
 	Items []OperatingSystemProfileExtension `json:"items"`
+}
+
+// AppliedExtension names an extension a configuration was rendered with.
+type AppliedExtension struct {
+	// Name is the extension's name, in the profile's namespace.
+	Name string `json:"name"`
+	// Generation is the extension's metadata.generation that was applied.
+	Generation int64 `json:"generation"`
 }
 
 // Reasons of extensions, and of the configurations they apply to.

@@ -1,0 +1,88 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/extension"
+	"github.com/osmhq/osm/host/templates"
+	"github.com/osmhq/osm/sdk/abi"
+)
+
+// AppliedExtension is an extension a render applied, as the OperatingSystemConfig's status names it.
+type AppliedExtension = osmv1alpha1.AppliedExtension
+
+// applyExtensions adds each extension's part of the stage (its files rendered with the profile's template data),
+// in the order of in.Extensions, then runs the extensions' plugins on the result. A collision that an extension
+// does not declare as an override fails the render with ReasonExtensionConflict.
+func (o *Output) applyExtensions(ctx context.Context, r *Renderer, m *machine, stage abi.Stage, cfg *abi.NodeConfig, data any) (*abi.NodeConfig, error) {
+	merger := extension.NewMerger(cfg)
+	for _, x := range m.Extensions {
+		part, field := x.Spec.ProvisioningConfig, "spec.provisioningConfig"
+		if stage == abi.StageBootstrap {
+			part, field = x.Spec.BootstrapConfig, "spec.bootstrapConfig"
+		}
+		if part == nil {
+			continue
+		}
+		add, err := templates.RenderStage(field, &osmv1alpha1.OSPConfig{
+			Templates: part.Templates, Files: part.Files, Units: part.Units, CloudInitModules: part.CloudInitModules,
+		}, m.Settings.ContainerRuntime, data)
+		if err != nil {
+			return nil, withReason(osmv1alpha1.ReasonTemplateError, fmt.Errorf("extension %s: %w", objectName(x.Namespace, x.Name), err))
+		}
+		if err := merger.Add(x.Name, field+".overrides", part.Overrides, add); err != nil {
+			return nil, withReason(osmv1alpha1.ReasonExtensionConflict, err)
+		}
+	}
+	for _, x := range m.Extensions {
+		for i := range x.Spec.Plugins {
+			p, err := r.resolve(ctx, m, &x.Spec.Plugins[i], fmt.Sprintf("extension %s spec.plugins[%d]", objectName(x.Namespace, x.Name), i))
+			if err != nil {
+				return nil, err
+			}
+			if cfg, err = o.callRender(ctx, m, p, x.Spec.Plugins[i].Config, stage, cfg); err != nil {
+				return nil, fmt.Errorf("extension %s: %w", objectName(x.Namespace, x.Name), err)
+			}
+		}
+	}
+	return cfg, nil
+}
+
+// appliedExtensions lists the extensions a render applied, with their generation, for the OSC's status.
+func appliedExtensions(xs []*osmv1alpha1.OperatingSystemProfileExtension) []AppliedExtension {
+	var out []AppliedExtension
+	for _, x := range xs {
+		out = append(out, AppliedExtension{Name: x.Name, Generation: x.Generation})
+	}
+	return out
+}
+
+// resolve loads a plugin of the profile's pipeline or of an extension and checks that it renders for the
+// machine. what names the reference in errors.
+func (r *Renderer) resolve(ctx context.Context, m *machine, ref *osmv1alpha1.PluginReference, what string) (Plugin, error) {
+	if r.Plugins == nil {
+		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, fmt.Errorf("%s names a plugin but no plugin source is configured", what))
+	}
+	p, err := r.Plugins.Resolve(ctx, m.Profile.Namespace, ref)
+	if err != nil {
+		var re *Error
+		if errors.As(err, &re) {
+			return nil, err
+		}
+		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, fmt.Errorf("%s: %w", what, err))
+	}
+	md := p.Metadata()
+	osp := m.Profile
+	switch {
+	case !md.SupportsOS(string(osp.Spec.OSName), osp.Spec.OSVersion):
+		return nil, unsupported(fmt.Errorf("%s: plugin %q does not support %s %s", what, md.Name, osp.Spec.OSName, osp.Spec.OSVersion))
+	case !md.SupportsUtility(m.utility):
+		return nil, unsupported(fmt.Errorf("%s: plugin %q does not render for provisioning utility %q", what, md.Name, m.utility))
+	case !md.SupportsCloudProvider(m.cloudProvider()):
+		return nil, unsupported(fmt.Errorf("%s: plugin %q does not support cloud provider %q", what, md.Name, m.cloudProvider()))
+	}
+	return p, nil
+}
