@@ -92,7 +92,9 @@ func TestSiteExtensionExample(t *testing.T) {
 				t.Errorf("the profile's own containerd.service was lost when the extension added a drop-in to it:\n%s", strings.Join(doc.RunCMD, "\n"))
 			}
 			setup := slices.IndexFunc(doc.RunCMD, func(s string) bool { return strings.Contains(s, "osm-setup") })
-			pkg := slices.IndexFunc(doc.RunCMD, func(s string) bool { return strings.Contains(s, "apt-get install -y --no-install-recommends nfs-common") })
+			pkg := slices.IndexFunc(doc.RunCMD, func(s string) bool {
+				return strings.Contains(s, "apt-get install -y --no-install-recommends nfs-common")
+			})
 			if setup < 0 || pkg < 0 || pkg < setup {
 				t.Errorf("runcmd: the extension's lines must follow the profile's (osm-setup at %d, package at %d):\n%s", setup, pkg, strings.Join(doc.RunCMD, "\n"))
 			}
