@@ -114,6 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, error) {
 	for _, step := range []func(context.Context, *state) error{
 		r.loadProfile,
+		r.loadExtensions,
 		r.loadCurrent,
 		r.issueCredentials,
 		r.renderIfNeeded,

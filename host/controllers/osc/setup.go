@@ -66,6 +66,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 			})).
 		Watches(&osmv1alpha1.OperatingSystemProfile{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfProfile(worker.GetClient())),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, pluginDigestChanged()))).
+		Watches(&osmv1alpha1.OperatingSystemProfileExtension{}, r.machinesOfExtension(mgr.GetClient(), worker.GetClient())).
 		Watches(&osmv1alpha1.OperatingSystemConfig{}, handler.EnqueueRequestsFromMapFunc(owner),
 			builder.WithPredicates(deletedOrSpecChanged())).
 		WatchesRawSource(source.Kind(worker.GetCache(), &corev1.Secret{},

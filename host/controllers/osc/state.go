@@ -17,6 +17,8 @@ type state struct {
 	osp     *osmv1alpha1.OperatingSystemProfile
 	cluster render.ClusterInfo
 	hash    string
+	// extensions are the OperatingSystemProfileExtensions that apply, in order.
+	extensions []*osmv1alpha1.OperatingSystemProfileExtension
 
 	osc          *osmv1alpha1.OperatingSystemConfig // current, nil if none
 	bootstrap    *corev1.Secret                     // current, nil if none

@@ -64,6 +64,7 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	} else {
 		if st.output != nil {
 			status.Plugin = st.output.Plugin
+			status.Plugins, status.Extensions = st.output.Pipeline, st.output.Extensions
 			status.BootstrapSize, status.ProvisioningSize = int64(st.bootstrapSize), int64(st.provisioningSize)
 		}
 		// When nothing was rendered (everything was current), the sizes in the status are still the ones written.

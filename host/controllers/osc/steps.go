@@ -158,7 +158,7 @@ func (r *Reconciler) renderIfNeeded(ctx context.Context, st *state) error {
 		return nil
 	}
 	start := time.Now()
-	out, err := r.Renderer.Render(ctx, render.Input{MachineDeployment: st.md, Profile: st.osp, Cluster: st.cluster, Settings: r.Settings})
+	out, err := r.Renderer.Render(ctx, render.Input{MachineDeployment: st.md, Profile: st.osp, Cluster: st.cluster, Settings: r.Settings, Extensions: st.extensions})
 	st.renderTook += time.Since(start)
 	if err != nil {
 		return r.renderFailure(ctx, err)
