@@ -201,4 +201,3 @@ func TestProfileExtensions(t *testing.T) {
 		waitRendered(t, "")
 	})
 }
-
