@@ -29,6 +29,7 @@ import (
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/controllers/osp"
+	"github.com/osmhq/osm/host/controllers/ospx"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginsource"
@@ -162,6 +163,10 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if err := ospReconciler.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	extReconciler := &ospx.Reconciler{Client: mgr.GetClient(), Validator: &validation.ExtensionValidator{Plugins: source, Settings: settings}}
+	if err := extReconciler.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		if !mgr.GetCache().WaitForCacheSync(ctx) {
 			return nil
@@ -176,6 +181,9 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	}
 	if o.Webhook.Port != 0 {
 		if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: settings}); err != nil {
+			return nil, err
+		}
+		if err := webhooks.SetupExtensions(mgr, mgr.GetClient(), &validation.ExtensionValidator{Plugins: source, Settings: settings}); err != nil {
 			return nil, err
 		}
 		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {

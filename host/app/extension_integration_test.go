@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,20 @@ func TestProfileExtensions(t *testing.T) {
 		}
 	})
 
+	t.Run("the extension's status lists the profiles it applies to", func(t *testing.T) {
+		eventually(t, wait, "extension status", func() error {
+			got := &osmv1alpha1.OperatingSystemProfileExtension{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(x), got); err != nil {
+				return err
+			}
+			want := []string{"osp-debian", "osp-debian-12", "osp-ubuntu", "osp-ubuntu-22.04"}
+			if !slices.Equal(got.Status.Profiles, want) || !meta.IsStatusConditionTrue(got.Status.Conditions, osmv1alpha1.ConditionReady) {
+				return fmt.Errorf("status %+v, want profiles %v and Ready", got.Status, want)
+			}
+			return nil
+		})
+	})
+
 	t.Run("a change re-renders the selected machines", func(t *testing.T) {
 		fresh := &osmv1alpha1.OperatingSystemProfileExtension{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(x), fresh); err != nil {
@@ -160,6 +175,17 @@ func TestProfileExtensions(t *testing.T) {
 			return nil
 		})
 		waitForEvent(t, c, "ubuntu-workers", osmv1alpha1.ReasonExtensionConflict)
+		eventually(t, wait, "the conflicting extension's status", func() error {
+			got := &osmv1alpha1.OperatingSystemProfileExtension{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(bad), got); err != nil {
+				return err
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
+			if cond == nil || cond.Status != "False" || cond.Reason != osmv1alpha1.ReasonExtensionConflict {
+				return fmt.Errorf("Ready = %+v", cond)
+			}
+			return nil
+		})
 		waitRendered(t, content) // nothing overwritten, the Debian machines untouched
 		if err := c.Delete(ctx, bad); err != nil {
 			t.Fatal(err)
@@ -200,4 +226,59 @@ func TestProfileExtensions(t *testing.T) {
 		}
 		waitRendered(t, "")
 	})
+}
+
+// TestExtensionAdmission sends extensions through the admission webhook of a running controller: one whose
+// template does not parse, one that collides with the profile it selects and one that collides with another
+// extension are rejected with the field named; the site example is accepted.
+func TestExtensionAdmission(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
+	ctx := context.Background()
+	c := env.Client
+	ensureNamespace(t, env, userDataNS)
+	clusterInfo(t, env)
+	defaults, err := plugins.DefaultProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startOSM(t, env, nil, app.Options{Builtins: plugins.Builtin(), WorkerCount: 2, Defaults: defaults})
+	eventually(t, wait, "default profiles installed", func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "osp-ubuntu"}, &osmv1alpha1.OperatingSystemProfile{})
+	})
+	site := &osmv1alpha1.OperatingSystemProfileExtension{}
+	readYAMLFile(t, filepath.Join(testenv.RepoRoot(), "deploy", "examples", "extension-site.yaml"), site)
+	site.Namespace = osmNamespace
+	eventually(t, wait, "creating the site example through the webhook", func() error { return c.Create(ctx, site.DeepCopy()) })
+
+	file := func(path, data string) []osmv1alpha1.File {
+		return []osmv1alpha1.File{{Path: path, Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: data}}}}
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  osmv1alpha1.ExtensionConfig
+		want []string
+	}{
+		{"template does not parse", osmv1alpha1.ExtensionConfig{Files: file("/etc/x", "{{ .Nope ")},
+			[]string{"spec.provisioningConfig.files[0]"}},
+		{"collides with the profile", osmv1alpha1.ExtensionConfig{Files: file("/etc/containerd/config.toml", "x")},
+			[]string{"spec.provisioningConfig.overrides", "/etc/containerd/config.toml", "the profile"}},
+		{"collides with another extension", osmv1alpha1.ExtensionConfig{Files: file("/etc/sysctl.d/90-site.conf", "x")},
+			[]string{"spec.provisioningConfig.overrides", `"site-baseline"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := &osmv1alpha1.OperatingSystemProfileExtension{}
+			x.Name, x.Namespace = "z-bad", osmNamespace
+			x.Spec = osmv1alpha1.OperatingSystemProfileExtensionSpec{Selector: osmv1alpha1.ProfileSelector{Names: []string{"osp-ubuntu"}},
+				ProvisioningConfig: tc.cfg.DeepCopy()}
+			err := c.Create(ctx, x)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("rejection %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
 }

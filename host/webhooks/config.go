@@ -38,6 +38,11 @@ func Configurations(namespace, service string) (*admissionregistrationv1.Validat
 				AdmissionReviewVersions: []string{"v1"}, FailurePolicy: ptr.To(admissionregistrationv1.Fail), TimeoutSeconds: ptr.To[int32](30),
 			},
 			{
+				Name: "operatingsystemprofileextensions.operatingsystemmanager.k8c.io", ClientConfig: ref(PathValidateExtension),
+				Rules: rule("operatingsystemmanager.k8c.io", "operatingsystemprofileextensions", create, update), SideEffects: none,
+				AdmissionReviewVersions: []string{"v1"}, FailurePolicy: ptr.To(admissionregistrationv1.Fail), TimeoutSeconds: ptr.To[int32](30),
+			},
+			{
 				Name: "operatingsystemconfigs.operatingsystemmanager.k8c.io", ClientConfig: ref(PathValidateConfig),
 				Rules: rule("operatingsystemmanager.k8c.io", "operatingsystemconfigs", update), SideEffects: none,
 				AdmissionReviewVersions: []string{"v1"}, FailurePolicy: ptr.To(admissionregistrationv1.Fail), TimeoutSeconds: ptr.To[int32](10),
