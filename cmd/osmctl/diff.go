@@ -17,13 +17,14 @@ import (
 
 type diffOptions struct {
 	mdFile, fromFile, toFile, stage string
+	toExtensions                    extensionFiles
 	renderFlags
 }
 
 func newDiffCommand(g *globals) *cobra.Command {
 	o := &diffOptions{}
 	cmd := &cobra.Command{
-		Use:   "diff -f machinedeployment.yaml --from old-profile.yaml --to new-profile.yaml [--stage STAGE]",
+		Use:   "diff -f machinedeployment.yaml --from old-profile.yaml [--to new-profile.yaml] [--to-extension ext.yaml] [--stage STAGE]",
 		Short: "Show what a new profile version changes in a MachineDeployment's rendered configuration.",
 		Long: `diff renders the MachineDeployment with both profiles, exactly as the controller would (templates, plugin,
 node flags), and lists what differs in each stage: files added, removed or changed (mode, encoding and a
@@ -34,7 +35,8 @@ MachineDeployment will get. Credentials stay placeholders.
 The output is deterministic. Like diff(1), the exit status is 0 when the rendered configurations are the same,
 1 when they differ and 2 when something went wrong.`,
 		Example: `  osmctl diff -f machinedeployment.yaml --from osp-ubuntu-v1.yaml --to osp-ubuntu-v2.yaml
-  osmctl diff -f machinedeployment.yaml --from osp.yaml --to osp-next.yaml --stage provisioning`,
+  osmctl diff -f machinedeployment.yaml --from osp.yaml --to osp-next.yaml --stage provisioning
+  osmctl diff -f machinedeployment.yaml --from osp-ubuntu.yaml --to-extension site-extension.yaml`,
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{annotationErrorExitCode: "2"},
 		RunE:        func(cmd *cobra.Command, _ []string) error { return o.run(cmd, g) },
@@ -43,14 +45,16 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 	f := cmd.Flags()
 	f.StringVarP(&o.mdFile, "filename", "f", "", "MachineDeployment YAML file (required).")
 	f.StringVar(&o.fromFile, "from", "", "OperatingSystemProfile YAML file of the version rolled out now (required).")
-	f.StringVar(&o.toFile, "to", "", "OperatingSystemProfile YAML file of the new version (required).")
+	f.StringVar(&o.toFile, "to", "", "OperatingSystemProfile YAML file of the new version (default: --from, to see what --to-extension changes).")
 	f.StringVar(&o.stage, "stage", "both", "Stage to compare: bootstrap, provisioning or both.")
 	o.cluster.addFlags(f, true, "API server URL nodes use.")
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
 	o.registry.addFlags(f, true)
-	for _, name := range []string{"filename", "from", "to"} {
+	o.extensions.addFlag(f, "extension", "OperatingSystemProfileExtension YAML file applied to both sides (repeatable).")
+	o.toExtensions.addFlag(f, "to-extension", "OperatingSystemProfileExtension YAML file applied to the new side only (repeatable): shows what applying it changes.")
+	for _, name := range []string{"filename", "from"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
 	return cmd
@@ -58,9 +62,10 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 
 // side is one of the two renders being compared.
 type side struct {
-	file string
-	osp  *osmv1alpha1.OperatingSystemProfile
-	out  *render.Output
+	file       string
+	extensions extensionFiles
+	osp        *osmv1alpha1.OperatingSystemProfile
+	out        *render.Output
 }
 
 func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
@@ -72,7 +77,10 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 	if err := readObject(o.mdFile, md); err != nil {
 		return err
 	}
-	from, to := &side{file: o.fromFile}, &side{file: o.toFile}
+	if o.toFile == "" {
+		o.toFile = o.fromFile // comparing the effect of --to-extension on one profile
+	}
+	from, to := &side{file: o.fromFile, extensions: o.extensions}, &side{file: o.toFile, extensions: append(append(extensionFiles(nil), o.extensions...), o.toExtensions...)}
 	for _, s := range []*side{from, to} {
 		s.osp = &osmv1alpha1.OperatingSystemProfile{}
 		if err := readObject(s.file, s.osp); err != nil {
@@ -84,9 +92,13 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 		return err
 	}
 	for _, s := range []*side{from, to} {
+		xs, err := s.extensions.forProfile(s.osp, md)
+		if err != nil {
+			return err
+		}
 		s.out, err = renderer.Render(cmd.Context(), render.Input{
 			MachineDeployment: md, Profile: s.osp, Settings: settings,
-			Cluster: cluster,
+			Cluster: cluster, Extensions: xs,
 		})
 		if err != nil {
 			return fmt.Errorf("rendering %s with profile %s (%s): %w", md.Name, s.osp.Name, s.file, pluginError(err))
@@ -138,6 +150,9 @@ func writeChange(w *strings.Builder, stage abi.Stage, c change) {
 // describe names the profile version and what rendered it.
 func (s *side) describe() string {
 	d := fmt.Sprintf("profile %s %s, %s", s.osp.Name, s.osp.Spec.Version, s.out.Utility())
+	for _, x := range s.out.Extensions {
+		d += ", extension " + x.Name
+	}
 	if p := s.out.Plugin; p != nil {
 		return d + fmt.Sprintf(", plugin %s %s (%s)", p.Name, p.Version, runtime.ShortDigest(p.Digest))
 	}

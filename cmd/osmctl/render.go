@@ -26,9 +26,10 @@ type renderOptions struct {
 // renderFlags are the flags render and diff share: what the controller would know besides the MachineDeployment
 // and the profile.
 type renderFlags struct {
-	cluster  clusterFlags
-	node     render.NodeFlags
-	registry registryFlags
+	cluster    clusterFlags
+	node       render.NodeFlags
+	registry   registryFlags
+	extensions extensionFiles
 }
 
 // renderer returns the renderer, settings and cluster facts that the command's renders use.
@@ -76,6 +77,7 @@ settings.`,
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
 	o.registry.addFlags(f, true)
+	o.extensions.addFlag(f, "extension", "OperatingSystemProfileExtension YAML file (repeatable); those that select the profile are applied as the controller applies them.")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
 }
@@ -93,12 +95,19 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 	if err != nil {
 		return err
 	}
+	xs, err := o.extensions.forProfile(osp, md)
+	if err != nil {
+		return err
+	}
 	out, err := renderer.Render(cmd.Context(), render.Input{
 		MachineDeployment: md, Profile: osp, Settings: settings,
-		Cluster: cluster,
+		Cluster: cluster, Extensions: xs,
 	})
 	if err != nil {
 		return fmt.Errorf("rendering %s with profile %s: %w", md.Name, osp.Name, err)
+	}
+	if len(o.extensions) > 0 {
+		cmd.PrintErrf("osmctl: extensions applied: %v\n", extensionNames(xs))
 	}
 	for _, w := range out.Warnings {
 		cmd.PrintErrln("warning: " + w)
