@@ -15,6 +15,7 @@ import (
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/app"
+	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
 )
@@ -58,6 +59,8 @@ func TestProfileExtensions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The OSC's name is OSM's choice (render.OSCName); the Secrets' names are machine-controller's contract.
+	ubuntuOSC := client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(newMD(t, "ubuntu-workers", "ubuntu", "aws", "osp-ubuntu"))}
 	versions := map[string]string{}
 	for name := range mds {
 		s := waitForSecret(t, c, name+"-kube-system-provisioning-config", "1")
@@ -111,7 +114,7 @@ func TestProfileExtensions(t *testing.T) {
 
 	t.Run("the OSC and the extension's status name each other", func(t *testing.T) {
 		osc := &osmv1alpha1.OperatingSystemConfig{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "ubuntu-workers-kube-system-config"}, osc); err != nil {
+		if err := c.Get(ctx, ubuntuOSC, osc); err != nil {
 			t.Fatal(err)
 		}
 		if len(osc.Status.Extensions) != 1 || osc.Status.Extensions[0].Name != x.Name || osc.Status.Extensions[0].Generation != 1 {
@@ -160,7 +163,7 @@ func TestProfileExtensions(t *testing.T) {
 		}
 		eventually(t, wait, "ExtensionConflict on the ubuntu OSC", func() error {
 			osc := &osmv1alpha1.OperatingSystemConfig{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "ubuntu-workers-kube-system-config"}, osc); err != nil {
+			if err := c.Get(ctx, ubuntuOSC, osc); err != nil {
 				return err
 			}
 			cond := meta.FindStatusCondition(osc.Status.Conditions, osmv1alpha1.ConditionReady)
@@ -192,7 +195,7 @@ func TestProfileExtensions(t *testing.T) {
 		}
 		eventually(t, wait, "ubuntu OSC ready again", func() error {
 			osc := &osmv1alpha1.OperatingSystemConfig{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "ubuntu-workers-kube-system-config"}, osc); err != nil {
+			if err := c.Get(ctx, ubuntuOSC, osc); err != nil {
 				return err
 			}
 			if !meta.IsStatusConditionTrue(osc.Status.Conditions, osmv1alpha1.ConditionReady) {
