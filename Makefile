@@ -68,6 +68,10 @@ lint: ## gofmt, go vet and golangci-lint on both modules.
 	"$$(hack/tools.sh golangci-lint)" run ./...
 	cd sdk && "$$(../hack/tools.sh golangci-lint)" run --config ../.golangci.yml ./...
 
+.PHONY: fuzz
+fuzz: plugins ## Fuzz every parser of untrusted input for FUZZTIME each (default 30s); crashers land in testdata/fuzz.
+	hack/fuzz.sh $(FUZZTIME)
+
 ##@ Measurements
 
 .PHONY: bench-controller
