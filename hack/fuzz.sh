@@ -13,7 +13,7 @@ run_module() {
   local dir="$1"
   cd "${root}/${dir}"
   # "<package dir> <target>" for every func FuzzXxx(f *testing.F) in a _test.go file.
-  grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . | sort | while read -r file; do
+  { grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . || true; } | sort | while read -r file; do
     pkg="./$(dirname "${file#./}")"
     grep -oE '^func Fuzz[A-Za-z0-9_]*' "${file}" | sed 's/^func //' | while read -r target; do
       echo "fuzz: ${dir:-.} ${pkg} ${target} for ${fuzztime}" >&2
