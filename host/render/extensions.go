@@ -27,7 +27,7 @@ func (o *Output) applyExtensions(ctx context.Context, r *Renderer, m *machine, s
 		if part == nil {
 			continue
 		}
-		add, err := templates.RenderStage(field, &osmv1alpha1.OSPConfig{
+		add, err := templates.RenderStage(ctx, field, &osmv1alpha1.OSPConfig{
 			Templates: part.Templates, Files: part.Files, Units: part.Units, CloudInitModules: part.CloudInitModules,
 		}, m.Settings.ContainerRuntime, data)
 		if err != nil {
