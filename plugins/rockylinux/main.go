@@ -3,8 +3,8 @@
 package main
 
 import (
-	"github.com/osmhq/osm/plugins/internal/node"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
 )
 
 // A c-shared WebAssembly module runs package initialisers but never main, so the plugin registers in init.

@@ -45,16 +45,16 @@ func (Plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	for _, k := range abi.SortedKeys(sysctls) {
 		fmt.Fprintf(&b, "%s = %s\n", k, sysctls[k])
 	}
-	cfg.SetFile(abi.PlainFile("/etc/sysctl.d/90-osm.conf", 644, b.String()))
+	cfg.SetFile(abi.PlainFile("/etc/sysctl.d/90-osm.conf", 0o644, b.String()))
 
 	if ntp := req.Config["ntpServer"]; ntp != "" {
-		cfg.SetFile(abi.PlainFile("/etc/systemd/timesyncd.conf.d/osm.conf", 644, "[Time]\nNTP="+ntp+"\n"))
+		cfg.SetFile(abi.PlainFile("/etc/systemd/timesyncd.conf.d/osm.conf", 0o644, "[Time]\nNTP="+ntp+"\n"))
 	} else {
 		warnings = append(warnings, "no ntpServer configured: nodes use the distribution's default time servers")
 	}
 
 	if req.Stage == abi.StageProvisioning && req.Context.Secrets.BootstrapToken != "" {
-		cfg.SetFile(abi.PlainFile("/var/lib/kubelet/bootstrap-kubeconfig", 600, bootstrapKubeconfig(req.Context)))
+		cfg.SetFile(abi.PlainFile("/var/lib/kubelet/bootstrap-kubeconfig", 0o600, bootstrapKubeconfig(req.Context)))
 	}
 	return &abi.RenderResponse{Config: cfg, Warnings: warnings}, nil
 }

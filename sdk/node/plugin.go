@@ -8,10 +8,8 @@ import (
 	"github.com/osmhq/osm/sdk/abi"
 )
 
-// Version is the version of every default plugin; the default profiles carry the same.
-const Version = "v1.0.0"
-
-// Plugin is a default OS plugin: the shared logic driven by one OS description.
+// Plugin is a complete Linux node plugin: the kit's stages driven by one OS description. It implements
+// guest.Plugin and guest.Validator; register it from the plugin's init with guest.Register(node.New(os)).
 type Plugin struct {
 	OS *OS
 }
@@ -23,7 +21,7 @@ func New(os *OS) *Plugin { return &Plugin{OS: os} }
 func (p *Plugin) Metadata() abi.Metadata {
 	return abi.Metadata{
 		Name:                  p.OS.Name,
-		Version:               Version,
+		Version:               p.OS.PluginVersion,
 		Description:           p.OS.Description,
 		OperatingSystems:      []abi.OperatingSystem{{Name: p.OS.Name, Versions: p.OS.Versions}},
 		ProvisioningUtilities: p.OS.Utilities,
@@ -35,7 +33,7 @@ func (p *Plugin) Metadata() abi.Metadata {
 // Render returns the stage's configuration: the plugin's own files, units and modules with the profile's
 // template output applied on top (see Merge), so that templates stay the operator's customization point.
 func (p *Plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
-	r, err := newRequest(p.OS, req)
+	r, err := NewRequest(p.OS, req)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
-// Package sample builds render requests for the default plugins' native tests: a realistic context as the
-// controller sends it, with the host's placeholders, that each test adjusts.
-package sample
+package plugintest
+
+// This file builds sample render requests: a realistic context as the controller sends it, with the host's
+// placeholders, that each test adjusts.
 
 import (
 	"encoding/json"

@@ -7,24 +7,25 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/osmhq/osm/plugins/internal/apt"
-	"github.com/osmhq/osm/plugins/internal/node"
-	"github.com/osmhq/osm/plugins/internal/sample"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
+	"github.com/osmhq/osm/sdk/node/apt"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
 // testPlugin is a Debian-family plugin, which exercises every shared step.
 func testPlugin() *node.Plugin {
 	os := apt.OS()
 	os.Name = "testos"
+	os.PluginVersion = "v0.1.0"
 	os.Versions = []string{"1"}
 	os.CloudProviders = []string{"aws", "azure", "openstack", "vsphere"}
 	return node.New(os)
 }
 
 func request(stage abi.Stage, edit ...func(*abi.RenderRequest)) *abi.RenderRequest {
-	req := sample.Request("testos", "1", abi.UtilityCloudInit, "aws", stage)
+	req := plugintest.Request("testos", "1", abi.UtilityCloudInit, "aws", stage)
 	for _, e := range edit {
 		e(req)
 	}
@@ -197,7 +198,7 @@ func TestPlaceholdersAreCopiedVerbatim(t *testing.T) {
 	edit := func(r *abi.RenderRequest) {
 		r.Context.CloudProvider.HasCloudConfig = true
 		r.Context.Secrets.CloudConfig = "__OSM_SECRET_CLOUD_CONFIG__"
-		r.Context.ContainerRuntime.Config = sample.ContainerdConfig + "__OSM_SECRET_REGISTRY_AUTH__\n"
+		r.Context.ContainerRuntime.Config = plugintest.ContainerdConfig + "__OSM_SECRET_REGISTRY_AUTH__\n"
 	}
 	prov := render(t, request(abi.StageProvisioning, edit))
 	for path, placeholder := range map[string]string{
@@ -245,7 +246,7 @@ func TestBootstrapFetch(t *testing.T) {
 	if strings.Contains(script, " -k ") || strings.Contains(script, "--insecure") || strings.Contains(script, "jq") {
 		t.Errorf("bootstrap script skips TLS verification or needs jq:\n%s", script)
 	}
-	if got := file(t, cfg, node.CACertPath); got != sample.CACert+"\n" {
+	if got := file(t, cfg, node.CACertPath); got != plugintest.CACert+"\n" {
 		t.Errorf("ca.crt = %q", got)
 	}
 	u := cfg.Unit(node.BootstrapUnit)
@@ -285,9 +286,9 @@ func TestMergeKeepsTheProfilesInput(t *testing.T) {
 	cfg := render(t, request(abi.StageProvisioning, func(r *abi.RenderRequest) {
 		r.Input = abi.NodeConfig{
 			Files: []abi.File{
-				abi.PlainFile(node.SysctlPath, 644, "vm.swappiness = 0\n"),
-				abi.PlainFile("/etc/containerd/certs.d/docker.io/hosts.toml", 600, "host's hosts.toml\n"),
-				abi.PlainFile("/etc/motd", 644, "welcome\n"),
+				abi.PlainFile(node.SysctlPath, 0o644, "vm.swappiness = 0\n"),
+				abi.PlainFile("/etc/containerd/certs.d/docker.io/hosts.toml", 0o600, "host's hosts.toml\n"),
+				abi.PlainFile("/etc/motd", 0o644, "welcome\n"),
 			},
 			Units:       []abi.Unit{{Name: node.HealthServiceUnit, Content: &content}},
 			UserSSHKeys: []string{"ssh-rsa AAAA operator"},
@@ -333,9 +334,9 @@ func TestMergeKeepsTheProfilesInput(t *testing.T) {
 }
 
 func TestMergeFunction(t *testing.T) {
-	own := &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/a", 644, "own a"), abi.PlainFile("/b", 644, "own b")},
+	own := &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/a", 0o644, "own a"), abi.PlainFile("/b", 0o644, "own b")},
 		UserSSHKeys: []string{"k1"}, Modules: &abi.Modules{RunCMD: []string{"own"}}}
-	in := &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/b", 600, "input b"), abi.PlainFile("/c", 644, "input c")},
+	in := &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/b", 0o600, "input b"), abi.PlainFile("/c", 0o644, "input c")},
 		UserSSHKeys: []string{"k1", "k2"}, Modules: &abi.Modules{RunCMD: []string{"input"}, YumRepoDir: "/etc/yum.repos.d"}}
 	got := node.Merge(own, in)
 	var paths []string
@@ -475,7 +476,7 @@ func TestMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if md.Version != node.Version || len(md.ConfigSchema) == 0 {
+	if md.Version != "v0.1.0" || len(md.ConfigSchema) == 0 {
 		t.Errorf("metadata %+v", md)
 	}
 	for _, o := range md.ConfigSchema {
@@ -511,7 +512,7 @@ func TestScriptsParse(t *testing.T) {
 	}
 	edit := func(r *abi.RenderRequest) {
 		r.Context.Proxy = abi.Proxy{HTTPProxy: "http://proxy:3128", NoProxy: "localhost"}
-		r.Context.HostCACert = sample.CACert
+		r.Context.HostCACert = plugintest.CACert
 		r.Input.Modules = &abi.Modules{RunCMD: []string{"echo 'quoted' \"run\""}}
 		r.Config = map[string]string{"extraPackages": "jq"}
 	}

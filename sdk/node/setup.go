@@ -12,12 +12,12 @@ import (
 func FinishProvisioning(r *Request, cfg *abi.NodeConfig) {
 	commands := unrunCommands(r, cfg)
 	if len(commands) > 0 && cfg.File(ProvisioningCommandsPath) == nil {
-		cfg.Files = append(cfg.Files, abi.PlainFile(ProvisioningCommandsPath, 700,
+		cfg.Files = append(cfg.Files, abi.PlainFile(ProvisioningCommandsPath, 0o700,
 			"#!/bin/sh\n# Provisioning commands of the OperatingSystemConfig that "+r.Utility()+" does not run when osm-bootstrap\n"+
 				"# applies the configuration; osm-setup runs them once the node is set up.\n"+strings.Join(commands, "\n")+"\n"))
 	}
 	if cfg.File(SetupScriptPath) == nil {
-		cfg.Files = append(cfg.Files, abi.PlainFile(SetupScriptPath, 700, setupScript(r, cfg, len(commands) > 0)))
+		cfg.Files = append(cfg.Files, abi.PlainFile(SetupScriptPath, 0o700, setupScript(r, cfg, len(commands) > 0)))
 	}
 }
 
@@ -80,7 +80,7 @@ func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
 		"; else ln -sfn /etc/resolv.conf " + KubeletResolvConfPath + "; fi")
 
 	if r.OS.Install != nil {
-		// Install has been validated by newRequest; an error here is a bug in the OS description.
+		// Install has been validated by NewRequest; an error here is a bug in the OS description.
 		if err := r.OS.Install(r, s); err != nil {
 			panic(err)
 		}

@@ -24,10 +24,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osmhq/osm/plugins/internal/apt"
-	"github.com/osmhq/osm/plugins/internal/node"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
+	"github.com/osmhq/osm/sdk/node/apt"
 )
 
 // testCA is a CA and a server certificate for 127.0.0.1 signed by it.
@@ -88,7 +88,7 @@ func secretJSON(key, value string) string {
 func runBootstrap(t *testing.T, serverURL, caPEM, token string) (string, string, error) {
 	t.Helper()
 	os := apt.OS()
-	os.Name, os.Versions, os.CloudProviders = "testos", []string{"1"}, []string{"aws"}
+	os.Name, os.PluginVersion, os.Versions, os.CloudProviders = "testos", "v0.1.0", []string{"1"}, []string{"aws"}
 	os.Handoff = func(_ *node.Request, s *node.Script) { s.Line(`cp $cfg "$OSM_TEST_OUT"`) }
 	req := request(abi.StageBootstrap, func(r *abi.RenderRequest) {
 		r.Context.Cluster.ServerURL = serverURL

@@ -6,8 +6,8 @@ package dnf
 import (
 	"strings"
 
-	"github.com/osmhq/osm/plugins/internal/node"
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/node"
 )
 
 // Values of the selinux key.
@@ -88,7 +88,7 @@ func Provisioning(r *node.Request, cfg *abi.NodeConfig) error {
 	cfg.Units = append(cfg.Units, abi.Unit{Name: "firewalld.service", Mask: &t})
 	if r.Config[node.KeyContainerdSource] == node.ContainerdDocker {
 		repo := strings.TrimRight(r.Config[node.KeyDockerRepoURL], "/") + "/rhel"
-		cfg.Files = append(cfg.Files, abi.PlainFile(DockerRepoPath, 644, `[osm-docker-ce-stable]
+		cfg.Files = append(cfg.Files, abi.PlainFile(DockerRepoPath, 0o644, `[osm-docker-ce-stable]
 name=Docker CE stable (OSM)
 baseurl=`+repo+`/$releasever/$basearch/stable
 enabled=1

@@ -5,8 +5,8 @@ package apt
 import (
 	"strings"
 
-	"github.com/osmhq/osm/plugins/internal/node"
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/node"
 )
 
 // Packages every node gets: tools the kubelet and kube-proxy call (conntrack, iptables, ebtables, ethtool,

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/osmhq/osm/sdk/abi"
@@ -26,42 +27,42 @@ func Provisioning(r *Request) (*abi.NodeConfig, error) {
 		return nil, fmt.Errorf("the render context has no bootstrap token placeholder (context.secrets.bootstrapToken); the kubelet could not join")
 	}
 	cfg := &abi.NodeConfig{}
-	add := func(path string, perm int32, content string) {
+	add := func(path string, perm fs.FileMode, content string) {
 		cfg.Files = append(cfg.Files, abi.PlainFile(path, perm, content))
 	}
 
-	add(CACertPath, 644, withNewline(ctx.Cluster.CACert))
-	add(BootstrapKubeconfigPath, 600, BootstrapKubeconfig(r))
-	add(KubeletConfigPath, 600, KubeletConfig(r))
+	add(CACertPath, 0o644, withNewline(ctx.Cluster.CACert))
+	add(BootstrapKubeconfigPath, 0o600, BootstrapKubeconfig(r))
+	add(KubeletConfigPath, 0o600, KubeletConfig(r))
 	if ctx.CloudProvider.HasCloudConfig {
-		add(CloudConfigPath, 600, withNewline(ctx.Secrets.CloudConfig))
+		add(CloudConfigPath, 0o600, withNewline(ctx.Secrets.CloudConfig))
 	}
 
 	// containerd: the host's config.toml verbatim (it may hold the registry-auth placeholder) and a
 	// hosts.toml per registry. The host already appends the hosts.toml files to the input; writing them here
 	// too keeps the plugin correct for hosts that do not, and Merge keeps one file per path.
-	add(ContainerdConfigPath, 600, withNewline(ctx.ContainerRuntime.Config))
+	add(ContainerdConfigPath, 0o600, withNewline(ctx.ContainerRuntime.Config))
 	for _, reg := range abi.SortedKeys(ctx.ContainerRuntime.HostsTOML) {
-		add(ContainerdCertsDir+"/"+reg+"/hosts.toml", 600, ctx.ContainerRuntime.HostsTOML[reg])
+		add(ContainerdCertsDir+"/"+reg+"/hosts.toml", 0o600, ctx.ContainerRuntime.HostsTOML[reg])
 	}
-	add(CrictlConfigPath, 644, "runtime-endpoint: "+ContainerdSocket+"\nimage-endpoint: "+ContainerdSocket+"\ntimeout: 10\n")
+	add(CrictlConfigPath, 0o644, "runtime-endpoint: "+ContainerdSocket+"\nimage-endpoint: "+ContainerdSocket+"\ntimeout: 10\n")
 
-	add(ModulesLoadPath, 644, strings.Join(kernelModules, "\n")+"\n")
-	add(SysctlPath, 644, sysctls(r))
-	add(JournaldDropInPath, 644, "[Journal]\nSystemMaxUse="+r.Config[KeyJournalMaxUse]+"\n")
-	add(ProfilePathScript, 644, "export PATH=\""+BinDir+":$PATH\"\n")
+	add(ModulesLoadPath, 0o644, strings.Join(kernelModules, "\n")+"\n")
+	add(SysctlPath, 0o644, sysctls(r))
+	add(JournaldDropInPath, 0o644, "[Journal]\nSystemMaxUse="+r.Config[KeyJournalMaxUse]+"\n")
+	add(ProfilePathScript, 0o644, "export PATH=\""+BinDir+":$PATH\"\n")
 	if proxy := proxyVars(ctx.Proxy); len(proxy) > 0 {
 		var b strings.Builder
 		for _, kv := range proxy {
 			b.WriteString(kv[0] + "=" + kv[1] + "\n")
 		}
-		add(ProxyEnvPath, 644, b.String())
+		add(ProxyEnvPath, 0o644, b.String())
 	}
 	if ctx.HostCACert != "" {
-		add(r.OS.Trust.Path, 644, withNewline(ctx.HostCACert))
+		add(r.OS.Trust.Path, 0o644, withNewline(ctx.HostCACert))
 	}
-	add(NodeEnvScriptPath, 755, nodeEnvScript(r))
-	add(HealthScriptPath, 755, healthScript)
+	add(NodeEnvScriptPath, 0o755, nodeEnvScript(r))
+	add(HealthScriptPath, 0o755, healthScript)
 
 	containerd := abi.Unit{Name: ContainerdUnit, DropIns: []abi.DropIn{{Name: osmDropIn, Content: `[Service]
 Restart=always

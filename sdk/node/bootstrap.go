@@ -21,7 +21,7 @@ func Bootstrap(r *Request) (*abi.NodeConfig, error) {
 	if token == "" {
 		return nil, fmt.Errorf("the render context has no provisioning token placeholder (context.secrets.provisioningToken); the bootstrap cannot fetch the provisioning configuration without it")
 	}
-	cfg := &abi.NodeConfig{Files: []abi.File{abi.PlainFile(CACertPath, 644, withNewline(r.Ctx.Cluster.CACert))}}
+	cfg := &abi.NodeConfig{Files: []abi.File{abi.PlainFile(CACertPath, 0o644, withNewline(r.Ctx.Cluster.CACert))}}
 
 	s := NewScript("osm-bootstrap", "fetch this machine's provisioning configuration and apply it.")
 	s.Line("umask 077")
@@ -48,7 +48,7 @@ func Bootstrap(r *Request) (*abi.NodeConfig, error) {
 	// The script travels gzipped: it is most of the bootstrap, and the bootstrap is user-data with a provider
 	// size limit. Its content stays plain text, so the host substitutes the token placeholder before the
 	// encoder compresses it, and the OperatingSystemConfig shows it readable.
-	script := abi.PlainFile(BootstrapScriptPath, 700, s.String())
+	script := abi.PlainFile(BootstrapScriptPath, 0o700, s.String())
 	script.Content.Inline.Encoding = "gzip"
 	cfg.Files = append(cfg.Files, script)
 	// Type=exec, not oneshot: cloud-init starts the unit from runcmd and must not wait for it, because the

@@ -12,7 +12,10 @@ import (
 // logic in this package calls the hooks at fixed points; a nil hook means "nothing to do here".
 type OS struct {
 	// Name is the plugin name and the OSP osName, e.g. "ubuntu".
-	Name        string
+	Name string
+	// PluginVersion is the plugin's own semantic version, e.g. "v1.0.0" (Metadata.Version).
+	PluginVersion string
+	// Description is one line for humans (Metadata.Description).
 	Description string
 	// Versions are the OS versions the plugin renders for ("9.*" matches a prefix).
 	Versions []string
@@ -112,7 +115,10 @@ func (r *Request) StaticNetwork() bool {
 	return r.Ctx.Network.CIDR != "" || r.Ctx.Network.Gateway != ""
 }
 
-func newRequest(os *OS, req *abi.RenderRequest) (*Request, error) {
+// NewRequest checks a render request (plugin config, kubelet version, the cluster fields every stage needs)
+// and returns it parsed, with the config's defaults filled in. Plugin.Render calls it; a plugin with its own
+// Render calls it to use the kit's building blocks (Bootstrap, Provisioning, KubeletConfig, …) directly.
+func NewRequest(os *OS, req *abi.RenderRequest) (*Request, error) {
 	opts := os.AllOptions()
 	if errs := CheckConfig(opts, req.Config); len(errs) > 0 {
 		return nil, fmt.Errorf("plugin config: %s", joinFieldErrors(errs))
