@@ -14,10 +14,11 @@ func CRIToolsVersion(r *Request) string {
 	return fmt.Sprintf("v1.%d.0", min(r.Kube.Minor, LatestCRIToolsMinor))
 }
 
-// binariesSection downloads the CNI plugins, crictl and the Kubernetes binaries, each checked against the
+// Binaries writes the part of a script that downloads the CNI plugins, crictl and the Kubernetes binaries
+// (kubelet, kubeadm, kubectl) for the machine's architecture, each checked against the
 // SHA-256 published next to it. Every download is skipped when the same version is in place, so a re-run of
 // osm-setup after a failure does not download everything again.
-func binariesSection(r *Request, s *Script) {
+func Binaries(r *Request, s *Script) {
 	kubeBase := strings.TrimRight(orDefault(r.Ctx.BinaryBaseURL, "https://dl.k8s.io"), "/")
 	s.Section("Kubernetes node binaries, each verified with the SHA-256 published next to it.")
 	s.Raw(`case "$(uname -m)" in

@@ -42,7 +42,7 @@ func Bootstrap(r *Request) (*abi.NodeConfig, error) {
 	if r.OS.BootstrapPrepare != nil {
 		r.OS.BootstrapPrepare(r, cfg, s)
 	}
-	fetchScript(r, s)
+	FetchProvisioningConfig(r, s)
 	r.OS.Handoff(r, s)
 
 	// The script travels gzipped: it is most of the bootstrap, and the bootstrap is user-data with a provider
@@ -70,13 +70,13 @@ WantedBy=multi-user.target
 	return cfg, nil
 }
 
-// fetchScript writes the fetch of the provisioning Secret to FetchedConfigPath. The key is cut out of the
+// FetchProvisioningConfig writes the fetch of the provisioning Secret to FetchedConfigPath. The key is cut out of the
 // Secret's JSON with grep and sed, which works on the compact and the pretty-printed form the API server
 // returns (it pretty-prints for curl) because base64 never contains a quote. Errors that retrying cannot fix
 // (a refused token, a certificate not signed by the cluster CA) end the script with a message in the
 // journal; the unit's Restart= tries again later in case the cause is fixed. Anything else is retried with
 // exponential backoff.
-func fetchScript(r *Request, s *Script) {
+func FetchProvisioningConfig(r *Request, s *Script) {
 	sec := r.Ctx.Cluster.ProvisioningSecret
 	url := strings.TrimRight(r.Ctx.Cluster.ServerURL, "/") + "/api/v1/namespaces/" + sec.Namespace + "/secrets/" + sec.Name
 	pattern := `"` + quoteBRE(sec.Key) + `": *"[^"]*"`
@@ -161,9 +161,9 @@ func mask(name string) abi.Unit {
 	return abi.Unit{Name: name, Mask: &t}
 }
 
-// proxyVars are the proxy environment variables for ctx.Proxy, upper and lower case because tools disagree
+// ProxyVars are the proxy environment variables for ctx.Proxy, upper and lower case because tools disagree
 // on which they read.
-func proxyVars(p abi.Proxy) [][2]string {
+func ProxyVars(p abi.Proxy) [][2]string {
 	var out [][2]string
 	if p.HTTPProxy != "" {
 		out = append(out, [2]string{"HTTP_PROXY", p.HTTPProxy}, [2]string{"http_proxy", p.HTTPProxy},

@@ -1,10 +1,10 @@
 package node
 
-// nodeEnvScript writes osm-node-env, which kubelet.service runs before every start: it finds the node IP(s) of
+// NodeEnvScript writes osm-node-env, which kubelet.service runs before every start: it finds the node IP(s) of
 // the machine's IP family from the default routes and the node name, and writes both for the kubelet's
 // --node-ip and --hostname-override. Doing this at every start instead of once keeps a node correct after
 // its address changed across a reboot.
-func nodeEnvScript(r *Request) string {
+func NodeEnvScript(r *Request) string {
 	s := NewScript("osm-node-env", "find the kubelet's node IP and host name ("+NodeEnvPath+").")
 	s.Line(`src() { ip -o "$1" route get "$2" 2>/dev/null | sed -n 's/.* src \([^ ]*\).*/\1/p' | head -n 1 || true; }`)
 	// Route lookups do not send packets; the addresses only select the default routes.

@@ -28,6 +28,10 @@ type OS struct {
 
 	// Trust is where the controller's extra CA bundle (-host-ca-bundle) goes.
 	Trust Trust
+	// Firewall is the unit of the distribution's host firewall (ufw.service, firewalld.service), masked on
+	// every node: kube-proxy and the CNI manage the packet filter, and these firewalls drop pod traffic by
+	// default. Empty: the image runs no firewall service.
+	Firewall string
 	// Network writes a static network configuration in the bootstrap stage; nil means the OS plugin does not
 	// support one and refuses machines that ask for it.
 	Network func(r *Request, cfg *abi.NodeConfig, s *Script) error

@@ -51,7 +51,7 @@ func Provisioning(r *Request) (*abi.NodeConfig, error) {
 	add(SysctlPath, 0o644, sysctls(r))
 	add(JournaldDropInPath, 0o644, "[Journal]\nSystemMaxUse="+r.Config[KeyJournalMaxUse]+"\n")
 	add(ProfilePathScript, 0o644, "export PATH=\""+BinDir+":$PATH\"\n")
-	if proxy := proxyVars(ctx.Proxy); len(proxy) > 0 {
+	if proxy := ProxyVars(ctx.Proxy); len(proxy) > 0 {
 		var b strings.Builder
 		for _, kv := range proxy {
 			b.WriteString(kv[0] + "=" + kv[1] + "\n")
@@ -61,8 +61,8 @@ func Provisioning(r *Request) (*abi.NodeConfig, error) {
 	if ctx.HostCACert != "" {
 		add(r.OS.Trust.Path, 0o644, withNewline(ctx.HostCACert))
 	}
-	add(NodeEnvScriptPath, 0o755, nodeEnvScript(r))
-	add(HealthScriptPath, 0o755, healthScript)
+	add(NodeEnvScriptPath, 0o755, NodeEnvScript(r))
+	add(HealthScriptPath, 0o755, HealthScript)
 
 	containerd := abi.Unit{Name: ContainerdUnit, DropIns: []abi.DropIn{{Name: osmDropIn, Content: `[Service]
 Restart=always
@@ -72,9 +72,12 @@ EnvironmentFile=-` + ProxyEnvPath + `
 	enable := true
 	containerd.Enable = &enable
 	cfg.Units = append(cfg.Units, containerd, KubeletService(r), setupUnit())
-	cfg.Units = append(cfg.Units, healthUnits()...)
+	cfg.Units = append(cfg.Units, HealthUnits()...)
 	// Swap must stay off across reboots: the kubelet refuses to run with swap by default.
 	cfg.Units = append(cfg.Units, mask("swap.target"))
+	if r.OS.Firewall != "" {
+		cfg.Units = append(cfg.Units, mask(r.OS.Firewall))
+	}
 
 	if r.OS.Provisioning != nil {
 		if err := r.OS.Provisioning(r, cfg); err != nil {

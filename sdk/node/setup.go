@@ -49,7 +49,7 @@ func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
 	if r.OS.Prepare != nil {
 		r.OS.Prepare(r, s)
 	}
-	if len(proxyVars(r.Ctx.Proxy)) > 0 {
+	if len(ProxyVars(r.Ctx.Proxy)) > 0 {
 		s.Section("Proxy settings for login shells; services read " + ProxyEnvPath + " directly.")
 		s.Line(`if [ -L /etc/environment ]; then cp --remove-destination "$(readlink -f /etc/environment)" /etc/environment 2>/dev/null || rm -f /etc/environment; fi`)
 		s.Line(`touch /etc/environment`)
@@ -85,7 +85,7 @@ func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
 			panic(err)
 		}
 	}
-	binariesSection(r, s)
+	Binaries(r, s)
 
 	s.Section("containerd with the configuration written by OSM; it must come up with the CRI plugin.")
 	s.Line("systemctl daemon-reload")

@@ -37,7 +37,7 @@ func OS() *node.OS {
 		Handoff:      node.CloudInitHandoff(preInit),
 		UnrunModules: node.CloudInitUnrunModules,
 		Install:      Install,
-		Provisioning: Provisioning,
+		Firewall:     "ufw.service",
 	}
 }
 
@@ -47,14 +47,6 @@ func preInit(r *node.Request, s *node.Script) {
 	if r.Provider() == "azure" {
 		s.Line(`cloud-init init --local || log "cloud-init init --local reported errors (exit $?)"`)
 	}
-}
-
-// Provisioning turns ufw off: kube-proxy and the CNI manage the packet filter, and ufw's default policy
-// drops pod traffic.
-func Provisioning(_ *node.Request, cfg *abi.NodeConfig) error {
-	t := true
-	cfg.Units = append(cfg.Units, abi.Unit{Name: "ufw.service", Mask: &t})
-	return nil
 }
 
 // Install writes the package and containerd installation of osm-setup.

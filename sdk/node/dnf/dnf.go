@@ -54,6 +54,7 @@ func OS(sources []string, containerdVersion string) *node.OS {
 		Prepare:      Prepare,
 		Install:      Install,
 		Provisioning: Provisioning,
+		Firewall:     "firewalld.service",
 	}
 }
 
@@ -80,12 +81,9 @@ func Prepare(r *node.Request, s *node.Script) {
 	s.Line("if [ -f /etc/selinux/config ]; then sed -i -e 's/^SELINUX=enforcing$/SELINUX=permissive/' /etc/selinux/config; fi")
 }
 
-// Provisioning turns firewalld off (kube-proxy and the CNI manage the packet filter) and adds Docker's
-// repository when containerd comes from there. The repository file uses dnf's own $releasever and $basearch,
-// as Docker's does.
+// Provisioning adds Docker's repository when containerd comes from there. The repository file uses
+// dnf's own $releasever and $basearch, as Docker's does.
 func Provisioning(r *node.Request, cfg *abi.NodeConfig) error {
-	t := true
-	cfg.Units = append(cfg.Units, abi.Unit{Name: "firewalld.service", Mask: &t})
 	if r.Config[node.KeyContainerdSource] == node.ContainerdDocker {
 		repo := strings.TrimRight(r.Config[node.KeyDockerRepoURL], "/") + "/rhel"
 		cfg.Files = append(cfg.Files, abi.PlainFile(DockerRepoPath, 0o644, `[osm-docker-ce-stable]
