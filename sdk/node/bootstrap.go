@@ -17,6 +17,9 @@ const FetchedConfigPath = "/run/osm/provisioning.cfg"
 // needs nothing beyond what every supported image ships (bash, curl, coreutils, grep, sed), so it works
 // before any package is installed, and it stays a few KiB, far below the user-data limits of the providers.
 func Bootstrap(r *Request) (*abi.NodeConfig, error) {
+	if r.OS.Handoff == nil {
+		return nil, fmt.Errorf("plugin bug: OS %q has no Handoff, so the bootstrap could not apply the configuration it fetches; use e.g. node.CloudInitHandoff(nil)", r.OS.Name)
+	}
 	token := r.Ctx.Secrets.ProvisioningToken
 	if token == "" {
 		return nil, fmt.Errorf("the render context has no provisioning token placeholder (context.secrets.provisioningToken); the bootstrap cannot fetch the provisioning configuration without it")
@@ -186,4 +189,19 @@ func quoteBRE(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// BootstrapOnly renders the bootstrap stage for os from a bare render request, for plugins that use the kit
+// for nothing else (the SDK's template does): it checks what the stage needs (API server URL, cluster CA,
+// provisioning Secret, provisioning token) but not the plugin config, which the bootstrap does not read, and
+// returns Bootstrap's configuration. os needs Name and Handoff; the other hooks are optional.
+func BootstrapOnly(os *OS, req *abi.RenderRequest) (*abi.NodeConfig, error) {
+	bare := *req
+	bare.Config = nil
+	r, err := NewRequest(&OS{Name: os.Name, Network: os.Network, Handoff: os.Handoff, BootstrapPrepare: os.BootstrapPrepare}, &bare)
+	if err != nil {
+		return nil, err
+	}
+	r.OS = os
+	return Bootstrap(r)
 }
