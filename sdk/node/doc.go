@@ -16,7 +16,7 @@
 //   - Bootstrap: the bootstrap stage. It writes the cluster CA and osm-bootstrap, a script run by a unit that
 //     fetches the provisioning Secret with the provisioning token over TLS verified with the cluster CA
 //     (FetchProvisioningConfig) and hands it to the provisioning utility (OS.Handoff; CloudInitHandoff for
-//     cloud-init, which places --file for cloud-init before and after 24.1). See sdk/SPEC.md, "Boot contract".
+//     cloud-init, which places --file for cloud-init before and after 24.1). See sdk/SPEC.md §9, the boot contract.
 //   - Provisioning: the plugin's own provisioning configuration: kubelet (KubeletConfig and KubeletFlags by
 //     Kubernetes version, KubeletService, BootstrapKubeconfig), containerd with the host's config.toml and
 //     hosts.toml files, crictl, kernel modules and sysctls, journald, proxy (ProxyVars) and CA trust

@@ -22,7 +22,7 @@
 // node: the bootstrap really fetches the provisioning configuration and hands it off (CheckBootstrap),
 // credential placeholders reach files verbatim (CheckPlaceholders), paths and permissions are valid
 // (CheckFiles), and the output is deterministic (CheckDeterministic). UserData encodes a stage to the final
-// cloud-config a machine receives, with what the host adds (sdk/SPEC.md §9), and CloudInitSchema validates it
+// cloud-config a machine receives, with what the host adds (sdk/SPEC.md §10), and CloudInitSchema validates it
 // with the real cloud-init, failing (not skipping) when cloud-init is missing. Request builds a realistic
 // render request with the host's placeholders.
 package plugintest

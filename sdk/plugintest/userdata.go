@@ -26,7 +26,7 @@ var SampleSecrets = map[string]string{
 const MachineNamePlaceholder = "<MACHINE_NAME>"
 
 // UserData returns a stage as the final cloud-config user-data a machine receives: the plugin's output with
-// what the host adds to every plugin's output (sdk/SPEC.md, "What the host adds") and the placeholders of
+// what the host adds to every plugin's output (sdk/SPEC.md §10) and the placeholders of
 // secrets replaced by the values in secrets (SampleSecrets when nil). It is the host's cloud-init encoding
 // written as JSON, which is YAML, so `cloud-init schema` judges what a node would get. Flatcar's
 // coreos-cloudinit dialect is not covered.
@@ -109,6 +109,19 @@ func substitute(cfg *abi.NodeConfig, secrets map[string]string) *abi.NodeConfig 
 			f.Content.Inline = &in
 		}
 		out.Files = append(out.Files, f)
+	}
+	out.Units = nil
+	for _, u := range cfg.Units {
+		if u.Content != nil {
+			c := r.Replace(*u.Content)
+			u.Content = &c
+		}
+		var dropIns []abi.DropIn
+		for _, d := range u.DropIns {
+			dropIns = append(dropIns, abi.DropIn{Name: d.Name, Content: r.Replace(d.Content)})
+		}
+		u.DropIns = dropIns
+		out.Units = append(out.Units, u)
 	}
 	return &out
 }
