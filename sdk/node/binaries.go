@@ -14,13 +14,13 @@ func CRIToolsVersion(r *Request) string {
 	return fmt.Sprintf("v1.%d.0", min(r.Kube.Minor, LatestCRIToolsMinor))
 }
 
-// Binaries writes the part of a script that downloads the CNI plugins, crictl and the Kubernetes binaries
-// (kubelet, kubeadm, kubectl) for the machine's architecture, each checked against the
-// SHA-256 published next to it. Every download is skipped when the same version is in place, so a re-run of
-// osm-setup after a failure does not download everything again.
-func Binaries(r *Request, s *Script) {
-	kubeBase := strings.TrimRight(orDefault(r.Ctx.BinaryBaseURL, "https://dl.k8s.io"), "/")
-	s.Section("Kubernetes node binaries, each verified with the SHA-256 published next to it.")
+// DownloadHelper writes the shell prelude every download of osm-setup uses: $arch (amd64 or arm64, else the
+// script stops), $tmp (a temporary directory removed at exit), and the function `download URL FILE [SUMURL]`,
+// which fetches URL to FILE with retries and fails unless FILE's SHA-256 equals the first word of SUMURL
+// (default URL.sha256, the layout of the Kubernetes, CNI and cri-tools releases). osm-setup writes it before
+// OS.Install, so an OS's Install can download verified release archives too.
+func DownloadHelper(s *Script) {
+	s.Section("Downloads: each one is verified with the SHA-256 published next to it.")
 	s.Raw(`case "$(uname -m)" in
 x86_64) arch=amd64 ;;
 aarch64) arch=arm64 ;;
@@ -28,7 +28,7 @@ aarch64) arch=arm64 ;;
 esac
 download() {
   curl -fsSL --retry 10 --retry-delay 3 --retry-all-errors -o "$2" "$1"
-  want=$(curl -fsSL --retry 10 --retry-delay 3 --retry-all-errors "$1.sha256" | awk '{print $1}')
+  want=$(curl -fsSL --retry 10 --retry-delay 3 --retry-all-errors "${3:-$1.sha256}" | awk '{print $1}')
   got=$(sha256sum "$2" | awk '{print $1}')
   if [ -z "$want" ] || [ "$want" != "$got" ]; then
     log "checksum mismatch for $1: got $got, want ${want:-nothing}"
@@ -38,8 +38,19 @@ download() {
 }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-mkdir -p ` + BinDir + ` ` + CNIBinDir + ` /etc/cni/net.d ` + StaticPodPath + `
 `)
+}
+
+// Binaries writes the part of osm-setup that installs the CNI plugins, crictl and the Kubernetes binaries
+// (kubelet, kubeadm, kubectl) for the machine's architecture with DownloadHelper's download, which must be
+// written before. The Kubernetes binaries come from the controller's binary base URL (context.binaryBaseURL),
+// the others from the cniBaseURL and criToolsBaseURL options, so air-gapped sites point all of them at a
+// mirror. Every download is skipped when the same version is in place, so a re-run of osm-setup after a
+// failure does not download everything again.
+func Binaries(r *Request, s *Script) {
+	kubeBase := strings.TrimRight(orDefault(r.Ctx.BinaryBaseURL, "https://dl.k8s.io"), "/")
+	s.Section("Kubernetes node binaries, CNI plugins and crictl.")
+	s.Line("mkdir -p " + BinDir + " " + CNIBinDir + " /etc/cni/net.d " + StaticPodPath)
 	s.Line("cni_version=" + Quote(r.Config[KeyCNIVersion]))
 	s.Line("cni_base=" + Quote(strings.TrimRight(r.Config[KeyCNIBaseURL], "/")))
 	s.Raw(`if [ "$(cat ` + CNIBinDir + `/.osm-version 2>/dev/null)" != "$cni_version" ]; then

@@ -129,6 +129,7 @@ func ExampleBinaries() {
 		panic(err)
 	}
 	s := &node.Script{}
+	node.DownloadHelper(s)
 	node.Binaries(r, s)
 	for _, line := range strings.Split(s.String(), "\n") {
 		if strings.HasSuffix(strings.SplitN(line, "=", 2)[0], "_base") || strings.HasSuffix(strings.SplitN(line, "=", 2)[0], "_version") {

@@ -395,7 +395,7 @@ func TestBinaries(t *testing.T) {
 					r.Context.BinaryBaseURL = tt.base
 				}
 			})), node.SetupScriptPath)
-			for _, w := range append(tt.want, `download "$kube_base/$kube_version/bin/linux/$arch/$bin"`, `"$1.sha256"`) {
+			for _, w := range append(tt.want, `download "$kube_base/$kube_version/bin/linux/$arch/$bin"`, `"${3:-$1.sha256}"`) {
 				if !strings.Contains(setup, w) {
 					t.Errorf("osm-setup lacks %q", w)
 				}

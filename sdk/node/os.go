@@ -45,7 +45,8 @@ type OS struct {
 
 	// Prepare writes the first setup steps: firewall, SELinux, services that get in the way.
 	Prepare func(r *Request, s *Script)
-	// Install writes the setup steps that install OS packages and the container runtime.
+	// Install writes the setup steps that install OS packages and the container runtime. It runs after
+	// DownloadHelper, so it may use `download URL FILE [SUMURL]`, $arch and $tmp.
 	Install func(r *Request, s *Script) error
 	// Provisioning adds OS-specific files and units to the plugin's provisioning configuration.
 	Provisioning func(r *Request, cfg *abi.NodeConfig) error

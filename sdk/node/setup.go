@@ -79,6 +79,7 @@ func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
 	s.Line("if [ -s /run/systemd/resolve/resolv.conf ]; then ln -sfn /run/systemd/resolve/resolv.conf " + KubeletResolvConfPath +
 		"; else ln -sfn /etc/resolv.conf " + KubeletResolvConfPath + "; fi")
 
+	DownloadHelper(s)
 	if r.OS.Install != nil {
 		// Install has been validated by NewRequest; an error here is a bug in the OS description.
 		if err := r.OS.Install(r, s); err != nil {
