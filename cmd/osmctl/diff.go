@@ -49,7 +49,7 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
-	o.registry.addFlags(f, true)
+	o.registry.addFlags(f, false)
 	for _, name := range []string{"filename", "from", "to"} {
 		_ = cmd.MarkFlagRequired(name)
 	}

@@ -80,7 +80,18 @@ func (g *globals) source(cmd *cobra.Command, reg *registryFlags) (render.PluginS
 	if err != nil {
 		return nil, err
 	}
-	return &cliSource{manager: m, registry: reg}, nil
+	var local *plugin.Manager
+	localManager := func() (*plugin.Manager, error) {
+		if local == nil {
+			plain := *reg
+			plain.plainHTTP = true
+			if local, err = g.manager(cmd, &plain); err != nil {
+				return nil, err
+			}
+		}
+		return local, nil
+	}
+	return &cliSource{manager: m, registry: reg, local: localManager}, nil
 }
 
 // runtime returns a plugin runtime with the controller's production limits (sdk/runtime's defaults), for

@@ -54,7 +54,7 @@ the digest; the tag is for people.`,
 			for k, v := range annotations {
 				ann[k] = v
 			}
-			client, err := p.g.ociClient(&p.registry)
+			client, err := p.g.ociClient(p.registry.forReference(args[1]))
 			if err != nil {
 				return err
 			}
@@ -114,7 +114,7 @@ output file ("-" for stdout) and prints the reference pinned by digest.`,
 		Example: `  osmctl plugin pull registry.example.com/osm/myos:0.1.0 -o myos.wasm`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, err := p.g.ociClient(&p.registry)
+			client, err := p.g.ociClient(p.registry.forReference(args[0]))
 			if err != nil {
 				return err
 			}
