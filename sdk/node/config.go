@@ -2,7 +2,6 @@ package node
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/osmhq/osm/sdk/abi"
@@ -11,7 +10,8 @@ import (
 // Option is one key of a plugin's configuration: its schema entry and the check of its value.
 type Option struct {
 	abi.ConfigOption
-	// Check validates a value; nil accepts anything the schema's enum allows.
+	// Check validates a value beyond its type and enum (abi.ConfigOption.CheckValue, which runs first); nil
+	// accepts anything those allow.
 	Check func(value string) error
 }
 
@@ -166,11 +166,13 @@ func CheckConfig(opts []Option, config map[string]string) []abi.FieldError {
 		switch {
 		case !ok:
 			errs = append(errs, abi.FieldError{Field: field, Message: fmt.Sprintf("unknown setting; this plugin accepts %s", strings.Join(names, ", "))})
-		case len(o.Enum) > 0 && !slices.Contains(o.Enum, v):
-			errs = append(errs, abi.FieldError{Field: field, Message: fmt.Sprintf("%q is not one of %s", v, strings.Join(o.Enum, ", "))})
-		case o.Check != nil:
-			if err := o.Check(v); err != nil {
+		default:
+			if err := o.CheckValue(v); err != nil {
 				errs = append(errs, abi.FieldError{Field: field, Message: err.Error()})
+			} else if o.Check != nil {
+				if err := o.Check(v); err != nil {
+					errs = append(errs, abi.FieldError{Field: field, Message: err.Error()})
+				}
 			}
 		}
 	}

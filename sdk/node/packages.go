@@ -30,7 +30,7 @@ const DefaultDockerRepoURL = "https://download.docker.com/linux"
 // distribution's own package is older.
 func ContainerdOptions(sources []string, defaultVersion string) []Option {
 	opts := []Option{
-		{ConfigOption: abi.ConfigOption{Name: KeyContainerdSource, Default: sources[0], Enum: sources,
+		{ConfigOption: abi.ConfigOption{Name: KeyContainerdSource, Type: abi.ConfigEnum, Default: sources[0], Enum: sources,
 			Description: "Where containerd comes from: " + describeSources(sources) + ". containerd must be 2.0 or newer (OSM writes a version 3 config.toml); osm-setup fails with a clear message otherwise."}},
 	}
 	for _, s := range sources {
@@ -47,7 +47,7 @@ func ContainerdOptions(sources []string, defaultVersion string) []Option {
 
 // ExtraPackagesOption lets operators add packages to every node without a template.
 func ExtraPackagesOption() Option {
-	return Option{ConfigOption: abi.ConfigOption{Name: KeyExtraPackages,
+	return Option{ConfigOption: abi.ConfigOption{Name: KeyExtraPackages, Type: abi.ConfigList,
 		Description: "Additional packages osm-setup installs, separated by spaces or commas, e.g. \"open-iscsi multipath-tools\"."}, Check: PackageList}
 }
 

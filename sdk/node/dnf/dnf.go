@@ -43,7 +43,7 @@ const DockerRepoPath = "/etc/yum.repos.d/osm-docker-ce.repo"
 func OS(sources []string, containerdVersion string) *node.OS {
 	opts := node.ContainerdOptions(sources, containerdVersion)
 	opts = append(opts, node.ExtraPackagesOption(),
-		node.Option{ConfigOption: abi.ConfigOption{Name: node.KeySELinux, Default: SELinuxPermissive, Enum: []string{SELinuxPermissive, SELinuxKeep},
+		node.Option{ConfigOption: abi.ConfigOption{Name: node.KeySELinux, Type: abi.ConfigEnum, Default: SELinuxPermissive, Enum: []string{SELinuxPermissive, SELinuxKeep},
 			Description: "SELinux mode: permissive (switch to permissive mode, as upstream OSM does) or keep (leave the image's mode)."}})
 	return &node.OS{
 		Utilities:    []string{abi.UtilityCloudInit},
