@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -78,14 +81,31 @@ func (r *registryFlags) addFlags(fs flagSet, shortNames bool) {
 	}
 }
 
-// forReference returns the flags to reach ref's registry with: plain HTTP for a registry on this machine
-// unless a CA or --plugin-registry-insecure says it speaks TLS.
+// forReference returns the flags to reach ref's registry with. A registry on this machine that does not
+// speak TLS is reached over plain HTTP without a flag, as docker does; one that speaks TLS, or that a CA file
+// or --plugin-registry-insecure is given for, keeps HTTPS (and its certificate errors and their hints).
 func (r *registryFlags) forReference(ref string) *registryFlags {
 	out := *r
-	if host, _, _ := strings.Cut(ref, "/"); localRegistry(host) && r.caFile == "" && !r.insecure {
+	if host, _, _ := strings.Cut(ref, "/"); !r.plainHTTP && r.caFile == "" && !r.insecure && localRegistry(host) && !speaksTLS(host) {
 		out.plainHTTP = true
 	}
 	return &out
+}
+
+// speaksTLS reports whether the registry at host (a local one) answers a TLS handshake. The probe sends no
+// request and trusts nothing it learns beyond "this port speaks TLS", which is why it skips verification;
+// the real connection verifies as configured. A port that cannot be reached counts as plain HTTP, so the
+// error the user sees names the address osmctl would use.
+func speaksTLS(host string) bool {
+	if !strings.Contains(strings.TrimPrefix(host, "["), "]:") && strings.Count(host, ":") != 1 {
+		host += ":443"
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", host, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a probe for TLS, no data is exchanged
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
 }
 
 // localRegistry reports whether a registry host is the local machine, which docker and osmctl reach over
