@@ -7,7 +7,7 @@
 //
 // Describe the distribution in an OS value and register node.New(os) from the plugin's init (see the
 // example of New). The apt and dnf subpackages describe the Debian and Red Hat families; a distribution of
-// another family fills in the hooks itself (sdk/examples/opensuse does so for zypper in about 100 lines).
+// another family fills in the hooks itself (sdk/examples/opensuse does so for zypper in about 120 lines).
 //
 // # Building blocks
 //
@@ -23,9 +23,10 @@
 //     (OS.Trust), the node IP and name helper (NodeEnvScript) and the health monitor (HealthScript,
 //     HealthUnits).
 //   - Merge: the profile's template output applied on top of the plugin's configuration.
-//   - FinishProvisioning: osm-setup, the script that provisions the machine once: OS.Prepare, OS.Install
-//     (packages, containerd), Binaries (CNI plugins, cri-tools and the Kubernetes binaries, each verified
-//     with its published SHA-256, from mirror base URLs), then it enables and starts the units.
+//   - FinishProvisioning: osm-setup, the script that provisions the machine once: OS.Prepare, DownloadHelper
+//     (a `download` shell function that verifies each file with its published SHA-256), OS.Install (packages,
+//     containerd), Binaries (CNI plugins, cri-tools and the Kubernetes binaries, from mirror base URLs), then
+//     it enables and starts the units and runs the profile's runcmd, which cloud-init's init stage skips.
 //
 // Scripts are built with Script; every value from the render context that ends up in a script is quoted
 // with Quote. Paths and unit names on the node are the constants of paths.go; they are part of the node's
