@@ -94,6 +94,9 @@ func writeProfileSnippet(out io.Writer, ref string, md abi.Metadata) error {
 		case o.Default != "":
 			note += " (default)"
 		}
+		if o.Type != "" && o.Type != abi.ConfigString && o.Type != abi.ConfigEnum {
+			note += " (" + o.Type + ")"
+		}
 		if len(o.Enum) > 0 {
 			note += fmt.Sprintf(" (one of %v)", o.Enum)
 		}
