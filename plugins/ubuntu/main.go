@@ -1,5 +1,5 @@
 // Command ubuntu is OSM's default plugin for ubuntu, built to WebAssembly by hack/build-plugins.sh. The logic is in
-// plugin.go and the shared packages under plugins/internal.
+// plugin.go; everything else is the public SDK (sdk/node), as for any vendor plugin.
 package main
 
 import (
