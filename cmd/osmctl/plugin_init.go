@@ -73,7 +73,12 @@ local SDK checkout instead (a replace directive), for osmctl built from source.`
 			if err := writeScaffold(dir, s, sdkVersion, sdkDir); err != nil {
 				return err
 			}
-			cmd.PrintErrf("osmctl: wrote plugin module %s (%s) to %s; next: cd %s && make test render\n", s.Module, s.Name, dir, dir)
+			next := "make test render"
+			if sdkDir == "" {
+				// go.sum has the checksums of the SDK's dependencies but not of the SDK itself.
+				next = "go mod tidy && " + next
+			}
+			cmd.PrintErrf("osmctl: wrote plugin module %s (%s) to %s; next: cd %s && %s\n", s.Module, s.Name, dir, dir, next)
 			return nil
 		},
 	}
