@@ -114,3 +114,26 @@ func TestPluginInit(t *testing.T) {
 	}
 	mustSucceed(t, osmctl(t, "lint", "-f", filepath.Join(dir, "osp.yaml"), "--plugin-file", wasm))
 }
+
+func TestPluginInitInputs(t *testing.T) {
+	mod, err := scaffoldGoMod("example.com/p", "v1.2.3", "", t.TempDir())
+	if err != nil || !strings.Contains(string(mod), "require github.com/osmhq/osm/sdk v1.2.3\n") || strings.Contains(string(mod), "replace") ||
+		!strings.Contains(string(mod), "github.com/tetratelabs/wazero ") {
+		t.Errorf("go.mod with a released SDK:\n%s (%v)", mod, err)
+	}
+	for _, tt := range []struct{ args, want []string }{
+		{[]string{"My_OS"}, []string{"lower case letters, digits and dashes"}},
+		{[]string{"myos", "--family", "pacman"}, []string{`--family "pacman": want apt or dnf`}},
+		{[]string{"myos", "--cloud-providers", "aws,Bad Provider"}, []string{"is not a provider name"}},
+		{[]string{"myos", "--sdk-dir", t.TempDir()}, []string{"no go.mod there"}},
+	} {
+		dir := filepath.Join(t.TempDir(), "out")
+		r := osmctl(t, append(append([]string{"plugin", "init"}, tt.args...), "--dir", dir)...)
+		if r.code == 0 || !strings.Contains(r.stderr, tt.want[0]) {
+			t.Errorf("plugin init %v: %s", tt.args, r)
+		}
+		if _, err := os.Stat(dir); err == nil {
+			t.Errorf("plugin init %v failed but wrote %s", tt.args, dir)
+		}
+	}
+}
