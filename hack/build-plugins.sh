@@ -21,9 +21,9 @@ fi
 export GOFLAGS="-buildvcs=false ${GOFLAGS:-}"
 for n in "${names[@]}"; do
   src="plugins/${n}"
-  # Every plugin depends on the SDK and on shared code under plugins/ (internal packages), so the key covers all
-  # of plugins/ except the build output.
-  sum="$( (echo "${n}"; go env GOVERSION; cat go.mod go.sum $(find plugins sdk -path plugins/dist -prune -o -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -name '*.tmpl' \) -print | sort)) | sha256sum | cut -c1-64)"
+  # Every plugin depends on the SDK (its node kit included) and may share code under plugins/, so the key covers
+  # plugins/ except the build output, and sdk/ except the examples (separate modules or not plugin code).
+  sum="$( (echo "${n}"; go env GOVERSION; cat go.mod go.sum $(find plugins sdk -path plugins/dist -prune -o -path sdk/examples -prune -o -type f \( -name '*.go' -o -name 'go.mod' -o -name 'go.sum' -o -name '*.tmpl' \) -print | sort)) | sha256sum | cut -c1-64)"
   if [[ -f "${dist}/${n}.wasm" && -f "${dist}/${n}.sum" && "$(cat "${dist}/${n}.sum")" == "${sum}" ]]; then
     continue
   fi

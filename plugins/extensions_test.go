@@ -17,8 +17,8 @@ import (
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
-	"github.com/osmhq/osm/plugins/internal/sample"
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
 // TestSiteExtensionExample applies deploy/examples/extension-site.yaml — a site CA, an NTP server, a sysctl and
@@ -54,7 +54,7 @@ func TestSiteExtensionExample(t *testing.T) {
 			}
 			in := render.Input{
 				MachineDeployment: machineDeployment(t, osp, provider), Profile: osp, Settings: settings(),
-				Cluster: render.ClusterInfo{ServerURL: "https://api.cluster.example.com:6443", CACert: sample.CACert},
+				Cluster: render.ClusterInfo{ServerURL: "https://api.cluster.example.com:6443", CACert: plugintest.CACert},
 			}
 			plain := userData(t, r, in)
 			in.Extensions = xs
@@ -137,7 +137,7 @@ func TestExtensionConflictsAndPipeline(t *testing.T) {
 	r := &render.Renderer{Plugins: newSource(t, dist(t))}
 	in := render.Input{
 		MachineDeployment: machineDeployment(t, osp, "aws"), Profile: osp, Settings: settings(),
-		Cluster: render.ClusterInfo{ServerURL: "https://api.cluster.example.com:6443", CACert: sample.CACert},
+		Cluster: render.ClusterInfo{ServerURL: "https://api.cluster.example.com:6443", CACert: plugintest.CACert},
 	}
 	file := func(path, data string) osmv1alpha1.File {
 		return osmv1alpha1.File{Path: path, Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: data}}}

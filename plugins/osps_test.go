@@ -37,12 +37,13 @@ import (
 	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
-	"github.com/osmhq/osm/plugins/internal/sample"
 	"github.com/osmhq/osm/plugins/pluginstest"
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/golden from the current output")
+// update is plugintest's -update flag (registered by that package), which also rewrites testdata/golden.
+func update() bool { return flag.Lookup("update").Value.String() == "true" }
 
 // The real credentials the host substitutes for the placeholders.
 var secrets = render.SecretValues{
@@ -161,7 +162,7 @@ func TestDefaultProfiles(t *testing.T) {
 				md := machineDeployment(t, osp, cp.Name)
 				out, err := r.Render(context.Background(), render.Input{
 					MachineDeployment: md, Profile: osp, Settings: settings(),
-					Cluster: render.ClusterInfo{ServerURL: "https://api.cluster.example.com:6443", CACert: sample.CACert},
+					Cluster: render.ClusterInfo{ServerURL: "https://api.cluster.example.com:6443", CACert: plugintest.CACert},
 				})
 				if err != nil {
 					t.Fatal(err)
@@ -219,7 +220,7 @@ func checkBootstrap(t *testing.T, out *render.Output, md *clusterv1alpha1.Machin
 	}
 	path := "/api/v1/namespaces/cloud-init-settings/secrets/" + render.ProvisioningSecretName(md)
 	for _, want := range []string{"--cacert /etc/kubernetes/pki/ca.crt", "https://api.cluster.example.com:6443" + path,
-		"tok='" + secrets.ProvisioningToken + "'", sample.CACert} {
+		"tok='" + secrets.ProvisioningToken + "'", plugintest.CACert} {
 		if !strings.Contains(text, want) {
 			t.Errorf("bootstrap user-data lacks %q", want)
 		}
@@ -375,7 +376,7 @@ func golden(t *testing.T, key string, out *render.Output, data []byte) {
 		userData = buf.Bytes()
 	}
 	for path, got := range map[string][]byte{base + ".osc.yaml": stage, base + ".userdata": userData} {
-		if *update {
+		if update() {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -437,7 +438,7 @@ func BenchmarkRenderDefaultUbuntu(b *testing.B) {
 	}
 	r := &render.Renderer{Plugins: newSource(b, dist(b))}
 	in := render.Input{MachineDeployment: machineDeployment(b, osp, "aws"), Profile: osp, Settings: settings(),
-		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: sample.CACert}}
+		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: plugintest.CACert}}
 	ctx := context.Background()
 	if _, err := r.Render(ctx, in); err != nil { // load and compile outside the timing
 		b.Fatal(err)
@@ -498,7 +499,7 @@ func BenchmarkPluginCallDefaultUbuntu(b *testing.B) {
 	}
 	src := &recordingSource{inner: newSource(b, dist(b))}
 	in := render.Input{MachineDeployment: machineDeployment(b, osp, "aws"), Profile: osp, Settings: settings(),
-		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: sample.CACert}}
+		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: plugintest.CACert}}
 	ctx := context.Background()
 	if _, err := (&render.Renderer{Plugins: src}).Render(ctx, in); err != nil {
 		b.Fatal(err)

@@ -51,7 +51,7 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
-	o.registry.addFlags(f, true)
+	o.registry.addFlags(f, false)
 	o.extensions.addFlag(f, "extension", "OperatingSystemProfileExtension YAML file applied to both sides (repeatable).")
 	o.toExtensions.addFlag(f, "to-extension", "OperatingSystemProfileExtension YAML file applied to the new side only (repeatable): shows what applying it changes.")
 	for _, name := range []string{"filename", "from"} {

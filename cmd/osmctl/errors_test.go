@@ -37,6 +37,7 @@ func TestErrors(t *testing.T) {
 	unreachableRef := stopped.host + "/osm/template@" + strings.SplitN(templateRef, "@", 2)[1]
 	unreachableOSP := profileWithImage(t, unreachableRef)
 	tagOSP := profileWithImage(t, reg.host+"/osm/template:0.1.0")
+	_, tlsCA := newTLSRegistry(t)
 
 	tests := []struct {
 		name     string
@@ -65,7 +66,9 @@ func TestErrors(t *testing.T) {
 			want: []string{"rendering workers with profile osp-exampleos", stopped.host, "connection refused"}},
 		{name: "unreachable registry in lint", args: []string{"lint", "-f", unreachableOSP, "--plugin-registry-plain-http"},
 			want: []string{"spec.plugin.image", "connection refused"}},
-		{name: "HTTPS to a plain HTTP registry", args: []string{"plugin", "inspect", templateRef},
+		// A local registry gets plain HTTP without a flag (TestLocalRegistryNeedsNoFlag) unless a CA file says
+		// it speaks TLS; then the mismatch is an error with the fix.
+		{name: "HTTPS to a plain HTTP registry", args: []string{"plugin", "inspect", "--ca-file", tlsCA, templateRef},
 			want: []string{"HTTP response to HTTPS client", "--plain-http"}},
 		{name: "missing registry config", args: []string{"plugin", "pull", "--registry-config", missing, templateRef, "-o", filepath.Join(dir, "p.wasm")},
 			want: []string{"--registry-config: " + missing + " does not exist"}},

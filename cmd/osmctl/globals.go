@@ -80,7 +80,23 @@ func (g *globals) source(cmd *cobra.Command, reg *registryFlags) (render.PluginS
 	if err != nil {
 		return nil, err
 	}
-	return &cliSource{manager: m, registry: reg}, nil
+	// Registries on this machine that do not speak TLS get a manager of their own with plain HTTP (see
+	// registryFlags.forReference), made on first use.
+	var local *plugin.Manager
+	localManager := func() (*plugin.Manager, error) {
+		if local != nil {
+			return local, nil
+		}
+		plain := *reg
+		plain.plainHTTP = true
+		lm, err := g.manager(cmd, &plain)
+		if err != nil {
+			return nil, err
+		}
+		local = lm
+		return local, nil
+	}
+	return &cliSource{manager: m, registry: reg, local: localManager}, nil
 }
 
 // runtime returns a plugin runtime with the controller's production limits (sdk/runtime's defaults), for

@@ -18,6 +18,7 @@ func newLintCommand(g *globals) *cobra.Command {
 	var files []string
 	var node render.NodeFlags
 	var registry registryFlags
+	var pluginFile string
 	cmd := &cobra.Command{
 		Use:   "lint -f profile.yaml [-f extension.yaml ...]",
 		Short: "Check OperatingSystemProfiles and their extensions the way the admission webhook does, offline.",
@@ -29,14 +30,20 @@ OperatingSystemProfileExtension is checked against the embedded default profiles
 conflict it does not declare as an override. Each problem is printed on one line that names the field; the
 exit status is 1 when any profile has a problem. Warnings (such as a download that skips TLS verification,
 curl -k) are printed the same way after "warning:" and do not fail the profile. Plugin images are pulled with
-the credentials of the local docker config and the --plugin-registry-* settings.`,
+the credentials of the local docker config and the --plugin-registry-* settings; --plugin-file checks the
+profiles against a local plugin module instead of their plugin.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			settings, err := node.Settings(render.DefaultSettings())
 			if err != nil {
 				return err
 			}
-			src, err := g.source(cmd, &registry)
+			var src render.PluginSource
+			if pluginFile != "" {
+				src, err = g.fileSource(cmd, pluginFile)
+			} else {
+				src, err = g.source(cmd, &registry)
+			}
 			if err != nil {
 				return err
 			}
@@ -67,6 +74,13 @@ the credentials of the local docker config and the --plugin-registry-* settings.
 					bad++
 					continue
 				}
+				if pluginFile != "" {
+					if err := withPluginFile(osp, pluginFile); err != nil {
+						cmd.PrintErrf("%s: %v\n", f, err)
+						bad++
+						continue
+					}
+				}
 				for _, w := range validation.Warnings(osp) {
 					cmd.PrintErrf("%s: warning: %s\n", f, w)
 				}
@@ -91,7 +105,8 @@ the credentials of the local docker config and the --plugin-registry-* settings.
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	node.AddFlags(gofs)
 	cmd.Flags().AddGoFlagSet(gofs)
-	registry.addFlags(cmd.Flags(), true)
+	registry.addFlags(cmd.Flags(), false)
+	cmd.Flags().StringVar(&pluginFile, pluginFileFlag, "", pluginFileUsage)
 	return cmd
 }
 

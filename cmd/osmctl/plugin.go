@@ -35,8 +35,9 @@ helpers included): --registry-config, else $DOCKER_CONFIG/config.json, else ~/.d
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	p.registry.addFlags(cmd.PersistentFlags(), false)
+	p.registry.addFlags(cmd.PersistentFlags(), true)
 	cmd.AddCommand(
+		newPluginInitCommand(p),
 		newPluginRunCommand(p),
 		newPluginInspectCommand(p),
 		newPluginPushCommand(p),
@@ -76,7 +77,7 @@ func (p *pluginCommon) fetch(ctx context.Context, arg string) (*pluginModule, er
 		}
 		return &pluginModule{Wasm: wasm, Source: arg}, nil
 	}
-	client, err := p.g.ociClient(&p.registry)
+	client, err := p.g.ociClient(p.registry.forReference(arg))
 	if err != nil {
 		return nil, err
 	}

@@ -140,13 +140,17 @@ func (in *inspection) writeText(out io.Writer) error {
 	w.WriteString("Config schema:\n")
 	tw = tabwriter.NewWriter(&w, 0, 4, 2, ' ', 0)
 	cells := func(fields ...string) { _, _ = fmt.Fprintln(tw, "  "+strings.Join(fields, "\t")) }
-	cells("KEY", "DEFAULT", "REQUIRED", "ALLOWED", "DESCRIPTION")
+	cells("KEY", "TYPE", "DEFAULT", "REQUIRED", "ALLOWED", "DESCRIPTION")
 	for _, o := range in.ConfigSchema {
 		required := "no"
 		if o.Required {
 			required = "yes"
 		}
-		cells(o.Name, dash(o.Default), required, dash(strings.Join(o.Enum, "|")), o.Description)
+		typ := o.Type
+		if typ == "" {
+			typ = abi.ConfigString
+		}
+		cells(o.Name, typ, dash(o.Default), required, dash(strings.Join(o.Enum, "|")), o.Description)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -54,7 +54,7 @@ the digest; the tag is for people.`,
 			for k, v := range annotations {
 				ann[k] = v
 			}
-			client, err := p.g.ociClient(&p.registry)
+			client, err := p.g.ociClient(p.registry.forReference(args[1]))
 			if err != nil {
 				return err
 			}
@@ -94,6 +94,9 @@ func writeProfileSnippet(out io.Writer, ref string, md abi.Metadata) error {
 		case o.Default != "":
 			note += " (default)"
 		}
+		if o.Type != "" && o.Type != abi.ConfigString && o.Type != abi.ConfigEnum {
+			note += " (" + o.Type + ")"
+		}
 		if len(o.Enum) > 0 {
 			note += fmt.Sprintf(" (one of %v)", o.Enum)
 		}
@@ -114,7 +117,7 @@ output file ("-" for stdout) and prints the reference pinned by digest.`,
 		Example: `  osmctl plugin pull registry.example.com/osm/myos:0.1.0 -o myos.wasm`,
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, err := p.g.ociClient(&p.registry)
+			client, err := p.g.ociClient(p.registry.forReference(args[0]))
 			if err != nil {
 				return err
 			}

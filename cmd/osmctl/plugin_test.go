@@ -17,6 +17,7 @@ import (
 	"github.com/osmhq/osm/host/oci"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/plugintest"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -33,7 +34,7 @@ func TestPluginInspect(t *testing.T) {
 		out := mustSucceed(t, osmctl(t, "plugin", "inspect", wasm)).stdout
 		for _, want := range []string{
 			"Name:", "template", "Version:", "0.1.0", "ABI:", "v1",
-			"exampleos (1.*)", "cloud-init, ignition", "Cloud providers:", "*",
+			"exampleos (1.*)", "Provisioning utilities:  cloud-init\n", "Cloud providers:", "*",
 			"Exports:", "osm_metadata, osm_render, osm_validate",
 			runtime.Digest(module), "ntpServer", "maxMapCount", "262144",
 		} {
@@ -77,11 +78,17 @@ func TestPluginRunInput(t *testing.T) {
 	for _, name := range []string{"bootstrap", "provisioning"} {
 		t.Run(name, func(t *testing.T) {
 			r := mustSucceed(t, osmctl(t, "plugin", "run", wasm, "--input", filepath.Join(fixtures, name+".request.json")))
-			want, err := os.ReadFile(filepath.Join(fixtures, name+".response.json"))
+			want, err := os.ReadFile(filepath.Join(fixtures, name+".response.txt"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			assertSameJSON(t, want, []byte(r.stdout))
+			var resp abi.RenderResponse
+			if err := json.Unmarshal([]byte(r.stdout), &resp); err != nil {
+				t.Fatalf("plugin run printed no render response: %v\n%s", err, r.stdout)
+			}
+			if got := plugintest.Format(&resp); got != string(want) {
+				t.Errorf("plugin run differs from the template's golden %s.response.txt:\n%s", name, got)
+			}
 		})
 	}
 

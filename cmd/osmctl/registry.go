@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"oras.land/oras-go/v2/registry"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -24,6 +28,7 @@ import (
 type flagSet interface {
 	StringVar(p *string, name, value, usage string)
 	BoolVar(p *bool, name string, value bool, usage string)
+	MarkHidden(name string) error
 }
 
 // registryFlags are how osmctl reaches OCI registries: credentials from a docker config file (credential
@@ -33,24 +38,85 @@ type registryFlags struct {
 	caFile     string
 	insecure   bool
 	plainHTTP  bool
-
 	// names of the flags, for messages
 	configFlag, caFlag, insecureFlag, plainHTTPFlag string
 }
 
-// addFlags registers the flags. The plugin commands, which talk to registries only, name them --registry-config,
-// --ca-file, --insecure-skip-tls-verify and --plain-http. render, lint and diff, whose other flags concern the
-// cluster, use the controller's names for the same settings: --plugin-registry-ca-bundle,
-// --plugin-registry-insecure, --plugin-registry-plain-http (and --plugin-registry-config).
-func (r *registryFlags) addFlags(fs flagSet, controllerNames bool) {
-	r.configFlag, r.caFlag, r.insecureFlag, r.plainHTTPFlag = "registry-config", "ca-file", "insecure-skip-tls-verify", "plain-http"
-	if controllerNames {
-		r.configFlag, r.caFlag, r.insecureFlag, r.plainHTTPFlag = "plugin-registry-config", "plugin-registry-ca-bundle", "plugin-registry-insecure", "plugin-registry-plain-http"
+// Names of the registry flags. Every command that talks to a registry accepts the controller's names
+// (--plugin-registry-*), so one spelling works across render, lint, diff and plugin; the plugin commands,
+// which talk to registries only, also offer the short names, which render cannot (its --ca-file is the
+// cluster CA).
+const (
+	flagRegistryConfig    = "plugin-registry-config"
+	flagRegistryCA        = "plugin-registry-ca-bundle"
+	flagRegistryInsecure  = "plugin-registry-insecure"
+	flagRegistryPlainHTTP = "plugin-registry-plain-http"
+)
+
+// addFlags registers the flags: the controller's names everywhere, and with shortNames also --registry-config,
+// --ca-file, --insecure-skip-tls-verify and --plain-http as the names shown in help (the long ones are then
+// hidden aliases).
+func (r *registryFlags) addFlags(fs flagSet, shortNames bool) {
+	r.configFlag, r.caFlag, r.insecureFlag, r.plainHTTPFlag = flagRegistryConfig, flagRegistryCA, flagRegistryInsecure, flagRegistryPlainHTTP
+	const (
+		configUsage = "Docker config file with registry credentials, credential helpers included (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)."
+		caUsage     = "PEM file with CA certificates to trust for registries, in addition to the system's."
+		insUsage    = "Do not verify registry certificates (labs only)."
+		plainUsage  = "Talk plain HTTP to registries instead of HTTPS (labs and in-cluster mirrors). Registries on localhost, 127.0.0.1 and [::1] get plain HTTP without it, as with docker."
+	)
+	fs.StringVar(&r.configFile, flagRegistryConfig, "", configUsage)
+	fs.StringVar(&r.caFile, flagRegistryCA, "", caUsage)
+	fs.BoolVar(&r.insecure, flagRegistryInsecure, false, insUsage)
+	fs.BoolVar(&r.plainHTTP, flagRegistryPlainHTTP, false, plainUsage)
+	if !shortNames {
+		return
 	}
-	fs.StringVar(&r.configFile, r.configFlag, "", "Docker config file with registry credentials, credential helpers included (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json).")
-	fs.StringVar(&r.caFile, r.caFlag, "", "PEM file with CA certificates to trust for registries, in addition to the system's.")
-	fs.BoolVar(&r.insecure, r.insecureFlag, false, "Do not verify registry certificates (labs only).")
-	fs.BoolVar(&r.plainHTTP, r.plainHTTPFlag, false, "Talk plain HTTP to registries instead of HTTPS (labs and in-cluster mirrors).")
+	r.configFlag, r.caFlag, r.insecureFlag, r.plainHTTPFlag = "registry-config", "ca-file", "insecure-skip-tls-verify", "plain-http"
+	fs.StringVar(&r.configFile, r.configFlag, "", configUsage)
+	fs.StringVar(&r.caFile, r.caFlag, "", caUsage)
+	fs.BoolVar(&r.insecure, r.insecureFlag, false, insUsage)
+	fs.BoolVar(&r.plainHTTP, r.plainHTTPFlag, false, plainUsage)
+	for _, n := range []string{flagRegistryConfig, flagRegistryCA, flagRegistryInsecure, flagRegistryPlainHTTP} {
+		_ = fs.MarkHidden(n)
+	}
+}
+
+// forReference returns the flags to reach ref's registry with. A registry on this machine that does not
+// speak TLS is reached over plain HTTP without a flag, as docker does; one that speaks TLS, or that a CA file
+// or --plugin-registry-insecure is given for, keeps HTTPS (and its certificate errors and their hints).
+func (r *registryFlags) forReference(ref string) *registryFlags {
+	out := *r
+	if host, _, _ := strings.Cut(ref, "/"); !r.plainHTTP && r.caFile == "" && !r.insecure && localRegistry(host) && !speaksTLS(host) {
+		out.plainHTTP = true
+	}
+	return &out
+}
+
+// speaksTLS reports whether the registry at host (a local one) answers a TLS handshake. The probe sends no
+// request and trusts nothing it learns beyond "this port speaks TLS", which is why it skips verification;
+// the real connection verifies as configured. A port that cannot be reached counts as plain HTTP, so the
+// error the user sees names the address osmctl would use.
+func speaksTLS(host string) bool {
+	if !strings.Contains(strings.TrimPrefix(host, "["), "]:") && strings.Count(host, ":") != 1 {
+		host += ":443"
+	}
+	conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 3 * time.Second}, "tcp", host, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // a probe for TLS, no data is exchanged
+	if err != nil {
+		return false
+	}
+	_ = conn.Close()
+	return true
+}
+
+// localRegistry reports whether a registry host is the local machine, which docker and osmctl reach over
+// plain HTTP without a flag: a registry started with `docker run registry` or `zot` listens there without TLS.
+func localRegistry(host string) bool {
+	h := host
+	if i := strings.LastIndex(h, ":"); i >= 0 && !strings.HasSuffix(h, "]") {
+		h = h[:i]
+	}
+	h = strings.Trim(h, "[]")
+	return h == "localhost" || h == "127.0.0.1" || h == "::1"
 }
 
 // dockerConfigFile is the docker config to read: the flag's file, which must exist, or the default one,
@@ -138,6 +204,9 @@ const localDockerConfig = "local docker config"
 type cliSource struct {
 	manager  *plugin.Manager
 	registry *registryFlags
+	// local returns a manager reaching registries on this machine over plain HTTP (see forReference); nil
+	// when the flags already decide.
+	local func() (*plugin.Manager, error)
 }
 
 var _ render.PluginSource = (*cliSource)(nil)
@@ -152,7 +221,13 @@ func (s *cliSource) Resolve(ctx context.Context, namespace string, ref *osmv1alp
 	}
 	withCreds := *ref
 	withCreds.PullSecret = localDockerConfig
-	src := &pluginsource.Source{Manager: s.manager, PullSecret: func(context.Context, string, string) ([]byte, error) { return creds, nil }}
+	manager := s.manager
+	if s.local != nil && s.registry.forReference(ref.Image).plainHTTP && !s.registry.plainHTTP {
+		if manager, err = s.local(); err != nil {
+			return nil, err
+		}
+	}
+	src := &pluginsource.Source{Manager: manager, PullSecret: func(context.Context, string, string) ([]byte, error) { return creds, nil }}
 	p, err := src.Resolve(ctx, namespace, &withCreds)
 	var re *render.Error
 	if errors.As(err, &re) {

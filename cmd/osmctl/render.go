@@ -30,6 +30,7 @@ type renderFlags struct {
 	node       render.NodeFlags
 	registry   registryFlags
 	extensions extensionFiles
+	pluginFile string
 }
 
 // renderer returns the renderer, settings and cluster facts that the command's renders use.
@@ -42,7 +43,12 @@ func (f *renderFlags) renderer(cmd *cobra.Command, g *globals) (*render.Renderer
 	if err != nil {
 		return nil, settings, cluster, err
 	}
-	src, err := g.source(cmd, &f.registry)
+	var src render.PluginSource
+	if f.pluginFile != "" {
+		src, err = g.fileSource(cmd, f.pluginFile)
+	} else {
+		src, err = g.source(cmd, &f.registry)
+	}
 	if err != nil {
 		return nil, settings, cluster, err
 	}
@@ -61,7 +67,10 @@ Without --osp, the embedded default profile for the MachineDeployment's OS is us
 k8c.io/operating-system-profile annotation names). Credentials stay placeholders unless given with
 --bootstrap-token and --provisioning-token; without --ca-file an example CA is used. A profile's plugin image
 (spec.plugin.image) is pulled with the credentials of the local docker config and the --plugin-registry-*
-settings.`,
+settings. --plugin-file renders with a local plugin module instead of the profile's plugin, without a
+registry.`,
+		Example: `  osmctl render -f machinedeployment.yaml --stage both
+  osmctl render -f machinedeployment.yaml --osp osp-myos.yaml --plugin-file myos.wasm`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd, g) },
 	}
@@ -76,7 +85,8 @@ settings.`,
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
-	o.registry.addFlags(f, true)
+	o.registry.addFlags(f, false)
+	f.StringVar(&o.pluginFile, pluginFileFlag, "", pluginFileUsage)
 	o.extensions.addFlag(f, "extension", "OperatingSystemProfileExtension YAML file (repeatable); those that select the profile are applied as the controller applies them.")
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
@@ -90,6 +100,11 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 	osp, err := o.profile(md)
 	if err != nil {
 		return err
+	}
+	if o.pluginFile != "" {
+		if err := withPluginFile(osp, o.pluginFile); err != nil {
+			return err
+		}
 	}
 	renderer, settings, cluster, err := o.renderer(cmd, g)
 	if err != nil {
@@ -142,8 +157,12 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 		if err != nil {
 			return err
 		}
-		cmd.PrintErrf("osmctl: %s user-data for %s/%s (profile %s, %s, %d bytes)\n",
-			stage, md.Namespace, md.Name, osp.Name, out.Utility(), len(data))
+		plugin := ""
+		if p := out.Plugin; p != nil {
+			plugin = fmt.Sprintf(", plugin %s %s from %s", p.Name, p.Version, p.Source)
+		}
+		cmd.PrintErrf("osmctl: %s user-data for %s/%s (profile %s%s, %s, %d bytes)\n",
+			stage, md.Namespace, md.Name, osp.Name, plugin, out.Utility(), len(data))
 		if _, err := cmd.OutOrStdout().Write(data); err != nil {
 			return err
 		}

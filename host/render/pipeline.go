@@ -140,7 +140,7 @@ func (m *machine) completeStage(stage abi.Stage, cfg *abi.NodeConfig, cr crConfi
 	}
 	if stage == abi.StageProvisioning {
 		for _, h := range cr.files {
-			cfg.Files = append(cfg.Files, abi.PlainFile(h.Path, 600, h.Content))
+			cfg.Files = append(cfg.Files, abi.PlainFile(h.Path, 0o600, h.Content))
 		}
 	}
 }

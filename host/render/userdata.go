@@ -38,7 +38,7 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 	hostname := ""
 	if stage == abi.StageBootstrap && o.hostname {
 		hostname = MachineNamePlaceholder
-		final.Files = append(final.Files, abi.PlainFile(MachineNameFile, 600, MachineNamePlaceholder))
+		final.Files = append(final.Files, abi.PlainFile(MachineNameFile, 0o600, MachineNamePlaceholder))
 	}
 
 	var data []byte

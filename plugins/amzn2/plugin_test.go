@@ -3,11 +3,11 @@ package main
 import (
 	"testing"
 
-	"github.com/osmhq/osm/plugins/internal/dnf"
-	"github.com/osmhq/osm/plugins/internal/node"
-	"github.com/osmhq/osm/plugins/internal/sample"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
+	"github.com/osmhq/osm/sdk/node/dnf"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
 func TestMetadata(t *testing.T) {
@@ -21,8 +21,8 @@ func TestMetadata(t *testing.T) {
 }
 
 func TestProvisioning(t *testing.T) {
-	cfg := sample.Render(t, node.New(OS()), sample.Request("amzn2", "2023", abi.UtilityCloudInit, "aws", abi.StageProvisioning))
-	sample.Contains(t, "osm-setup", sample.File(t, cfg, node.SetupScriptPath),
+	cfg := plugintest.Render(t, node.New(OS()), plugintest.Request("amzn2", "2023", abi.UtilityCloudInit, "aws", abi.StageProvisioning))
+	plugintest.Contains(t, "osm-setup", plugintest.File(t, cfg, node.SetupScriptPath),
 		[]string{"dnf_install 'dnf-command(versionlock)' containerd\n", "dnf versionlock add containerd\n"}, []string{"containerd.io"})
 	if cfg.File(dnf.DockerRepoPath) != nil {
 		t.Errorf("Docker publishes no Amazon Linux packages; no repository file expected")

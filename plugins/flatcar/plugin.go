@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
+	"github.com/osmhq/osm/plugins/release"
 	"strings"
 
-	"github.com/osmhq/osm/plugins/internal/node"
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/node"
 )
 
 // OS describes Flatcar Container Linux. Flatcar ships containerd and every tool a node needs, so nothing is
@@ -18,10 +19,11 @@ import (
 // applies the configuration.
 func OS() *node.OS {
 	return &node.OS{
-		Name:        "flatcar",
-		Description: "Flatcar Container Linux nodes with the built-in containerd, provisioned by Ignition or coreos-cloudinit",
-		Versions:    nil, // Flatcar releases every few weeks; every current release works.
-		Utilities:   []string{abi.UtilityIgnition, abi.UtilityCloudInit},
+		Name:          "flatcar",
+		PluginVersion: release.Version,
+		Description:   "Flatcar Container Linux nodes with the built-in containerd, provisioned by Ignition or coreos-cloudinit",
+		Versions:      nil, // Flatcar releases every few weeks; every current release works.
+		Utilities:     []string{abi.UtilityIgnition, abi.UtilityCloudInit},
 		CloudProviders: []string{"anexia", "aws", "azure", "equinixmetal", "gce", "kubevirt", "openstack",
 			"vmware-cloud-director", "vsphere"},
 		Trust:        node.Trust{Path: "/etc/ssl/certs/osm-host-ca.pem", Update: "update-ca-certificates"},
@@ -59,7 +61,7 @@ func staticNetwork(r *node.Request, cfg *abi.NodeConfig, s *node.Script) error {
 	for _, d := range n.DNSServers {
 		b.WriteString("DNS=" + d + "\n")
 	}
-	cfg.Files = append(cfg.Files, abi.PlainFile(staticNetworkPath, 644, b.String()))
+	cfg.Files = append(cfg.Files, abi.PlainFile(staticNetworkPath, 0o644, b.String()))
 	if r.Utility() == abi.UtilityCloudInit {
 		s.Line("systemctl restart systemd-networkd")
 		s.Line("/usr/lib/systemd/systemd-networkd-wait-online --timeout=120 || true")

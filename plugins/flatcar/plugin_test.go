@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/osmhq/osm/host/encode/ignition"
-	"github.com/osmhq/osm/plugins/internal/node"
-	"github.com/osmhq/osm/plugins/internal/sample"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
 func request(utility, provider string, stage abi.Stage, spec string) *abi.RenderRequest {
-	req := sample.Request("flatcar", "4230.2.0", utility, provider, stage)
+	req := plugintest.Request("flatcar", "4230.2.0", utility, provider, stage)
 	req.Context.OperatingSystem.Spec = json.RawMessage(spec)
 	return req
 }
@@ -32,12 +32,12 @@ func TestMetadata(t *testing.T) {
 func TestIgnitionBootstrap(t *testing.T) {
 	req := request(abi.UtilityIgnition, "vsphere", abi.StageBootstrap, `{}`)
 	req.Context.Network = abi.Network{CIDR: "192.168.1.10/24", Gateway: "192.168.1.1", DNSServers: []string{"192.168.1.2", "192.168.1.3"}}
-	cfg := sample.Render(t, node.New(OS()), req)
-	sample.Contains(t, "bootstrap", sample.File(t, cfg, node.BootstrapScriptPath),
+	cfg := plugintest.Render(t, node.New(OS()), req)
+	plugintest.Contains(t, "bootstrap", plugintest.File(t, cfg, node.BootstrapScriptPath),
 		[]string{"t=/usr/share/oem/config.ign", "if [ -d /oem ]; then t=/oem/config.ign; fi", "touch /boot/flatcar/first_boot",
 			"rm -f /etc/machine-id", "systemctl --no-block reboot"},
 		[]string{"cloud-init clean", "coreos-cloudinit", "systemctl restart systemd-networkd"})
-	if got := sample.File(t, cfg, staticNetworkPath); got != "[Match]\nName=en* eth*\n\n[Network]\nDHCP=no\nAddress=192.168.1.10/24\nGateway=192.168.1.1\nDNS=192.168.1.2\nDNS=192.168.1.3\n" {
+	if got := plugintest.File(t, cfg, staticNetworkPath); got != "[Match]\nName=en* eth*\n\n[Network]\nDHCP=no\nAddress=192.168.1.10/24\nGateway=192.168.1.1\nDNS=192.168.1.2\nDNS=192.168.1.3\n" {
 		t.Errorf("static network:\n%s", got)
 	}
 	if _, err := ignition.Encode(cfg, ignition.Options{Hostname: "<MACHINE_NAME>"}); err != nil {
@@ -50,8 +50,8 @@ func TestIgnitionBootstrap(t *testing.T) {
 }
 
 func TestCloudInitBootstrap(t *testing.T) {
-	cfg := sample.Render(t, node.New(OS()), request(abi.UtilityCloudInit, "anexia", abi.StageBootstrap, `{}`))
-	sample.Contains(t, "bootstrap", sample.File(t, cfg, node.BootstrapScriptPath),
+	cfg := plugintest.Render(t, node.New(OS()), request(abi.UtilityCloudInit, "anexia", abi.StageBootstrap, `{}`))
+	plugintest.Contains(t, "bootstrap", plugintest.File(t, cfg, node.BootstrapScriptPath),
 		[]string{"coreos-cloudinit --from-file=/var/lib/osm/provisioning.cfg", "systemctl start --no-block osm-setup.service"},
 		[]string{"reboot", "cloud-init clean"})
 }
@@ -71,14 +71,14 @@ func TestProvisioning(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			req := request(abi.UtilityIgnition, tt.provider, abi.StageProvisioning, tt.spec)
 			req.Context.Proxy.HTTPProxy = "http://proxy:3128"
-			cfg := sample.Render(t, node.New(OS()), req)
+			cfg := plugintest.Render(t, node.New(OS()), req)
 			for _, u := range tt.masked {
-				if !sample.Masked(cfg, u) {
+				if !plugintest.Masked(cfg, u) {
 					t.Errorf("%s not masked", u)
 				}
 			}
 			for _, u := range tt.notMasked {
-				if sample.Masked(cfg, u) {
+				if plugintest.Masked(cfg, u) {
 					t.Errorf("%s masked", u)
 				}
 			}
@@ -89,10 +89,10 @@ func TestProvisioning(t *testing.T) {
 			if containerd == nil || len(containerd.DropIns) != 2 || !strings.Contains(containerd.DropIns[1].Content, "--config ${CONTAINERD_CONFIG}") {
 				t.Errorf("containerd is not pointed at /etc/containerd/config.toml: %+v", containerd)
 			}
-			setup := sample.File(t, cfg, node.SetupScriptPath)
-			sample.Contains(t, "osm-setup", setup, []string{"systemctl disable --now docker.socket docker.service"},
+			setup := plugintest.File(t, cfg, node.SetupScriptPath)
+			plugintest.Contains(t, "osm-setup", setup, []string{"systemctl disable --now docker.socket docker.service"},
 				[]string{"apt-get", "dnf install"})
-			nodeEnv := sample.File(t, cfg, node.NodeEnvScriptPath)
+			nodeEnv := plugintest.File(t, cfg, node.NodeEnvScriptPath)
 			if aws := strings.Contains(nodeEnv, "COREOS_EC2_HOSTNAME"); aws != (tt.provider == "aws") {
 				t.Errorf("EC2 host name used = %v on %s", aws, tt.provider)
 			}
@@ -113,8 +113,8 @@ func TestProvisioning(t *testing.T) {
 func TestCloudInitCommands(t *testing.T) {
 	req := request(abi.UtilityCloudInit, "anexia", abi.StageProvisioning, `{}`)
 	req.Input.Modules = &abi.Modules{BootCMD: []string{"echo boot"}, RunCMD: []string{"echo run"}}
-	cfg := sample.Render(t, node.New(OS()), req)
-	if got := sample.File(t, cfg, node.ProvisioningCommandsPath); !strings.HasSuffix(got, "echo boot\necho run\n") {
+	cfg := plugintest.Render(t, node.New(OS()), req)
+	if got := plugintest.File(t, cfg, node.ProvisioningCommandsPath); !strings.HasSuffix(got, "echo boot\necho run\n") {
 		t.Errorf("provisioning commands:\n%s", got)
 	}
 }

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/osmhq/osm/plugins/internal/dnf"
-	"github.com/osmhq/osm/plugins/internal/node"
-	"github.com/osmhq/osm/plugins/internal/sample"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
+	"github.com/osmhq/osm/sdk/node/dnf"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
 func TestMetadata(t *testing.T) {
@@ -35,10 +35,10 @@ func TestProvisioning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := sample.Request("rhel", "9.6", abi.UtilityCloudInit, "aws", abi.StageProvisioning)
+			req := plugintest.Request("rhel", "9.6", abi.UtilityCloudInit, "aws", abi.StageProvisioning)
 			req.Config = tt.config
-			cfg := sample.Render(t, node.New(OS()), req)
-			sample.Contains(t, "osm-setup", sample.File(t, cfg, node.SetupScriptPath), tt.want, tt.not)
+			cfg := plugintest.Render(t, node.New(OS()), req)
+			plugintest.Contains(t, "osm-setup", plugintest.File(t, cfg, node.SetupScriptPath), tt.want, tt.not)
 			repo := cfg.File(dnf.DockerRepoPath)
 			if docker := tt.config["containerdSource"] != "preinstalled"; (repo != nil) != docker {
 				t.Fatalf("docker repository file present = %v, want %v", repo != nil, docker)
@@ -46,7 +46,7 @@ func TestProvisioning(t *testing.T) {
 			if repo != nil && !strings.Contains(repo.Content.Inline.Data, "baseurl=https://download.docker.com/linux/rhel/$releasever/$basearch/stable\n") {
 				t.Errorf("repository file:\n%s", repo.Content.Inline.Data)
 			}
-			if !sample.Masked(cfg, "firewalld.service") {
+			if !plugintest.Masked(cfg, "firewalld.service") {
 				t.Errorf("firewalld is not masked")
 			}
 		})
@@ -56,14 +56,14 @@ func TestProvisioning(t *testing.T) {
 // TestSubscriptionKept: the host injects the rh_subscription module into both stages; the plugin keeps it.
 func TestSubscriptionKept(t *testing.T) {
 	for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
-		req := sample.Request("rhel", "9.6", abi.UtilityCloudInit, "azure", stage)
+		req := plugintest.Request("rhel", "9.6", abi.UtilityCloudInit, "azure", stage)
 		req.Input.Modules = &abi.Modules{RHSubscription: map[string]string{"username": "u", "password": "__OSM_SECRET_RH_SUBSCRIPTION_PASSWORD__", "auto-attach": "true"}}
-		cfg := sample.Render(t, node.New(OS()), req)
+		cfg := plugintest.Render(t, node.New(OS()), req)
 		if cfg.Modules == nil || cfg.Modules.RHSubscription["password"] != "__OSM_SECRET_RH_SUBSCRIPTION_PASSWORD__" {
 			t.Errorf("%s: rh_subscription lost: %+v", stage, cfg.Modules)
 		}
 		if stage == abi.StageBootstrap {
-			sample.Contains(t, "azure bootstrap", sample.File(t, cfg, node.BootstrapScriptPath),
+			plugintest.Contains(t, "azure bootstrap", plugintest.File(t, cfg, node.BootstrapScriptPath),
 				[]string{"systemctl stop NetworkManager", "cloud-init init --local", "systemctl start NetworkManager"}, nil)
 		}
 	}

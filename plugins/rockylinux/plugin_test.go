@@ -3,11 +3,11 @@ package main
 import (
 	"testing"
 
-	"github.com/osmhq/osm/plugins/internal/dnf"
-	"github.com/osmhq/osm/plugins/internal/node"
-	"github.com/osmhq/osm/plugins/internal/sample"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
+	"github.com/osmhq/osm/sdk/node/dnf"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
 func TestMetadata(t *testing.T) {
@@ -21,10 +21,10 @@ func TestMetadata(t *testing.T) {
 }
 
 func TestProvisioning(t *testing.T) {
-	cfg := sample.Render(t, node.New(OS()), sample.Request("rockylinux", "9.5", abi.UtilityCloudInit, "vsphere", abi.StageProvisioning))
-	sample.Contains(t, "osm-setup", sample.File(t, cfg, node.SetupScriptPath),
+	cfg := plugintest.Render(t, node.New(OS()), plugintest.Request("rockylinux", "9.5", abi.UtilityCloudInit, "vsphere", abi.StageProvisioning))
+	plugintest.Contains(t, "osm-setup", plugintest.File(t, cfg, node.SetupScriptPath),
 		[]string{"open-vm-tools", "systemctl enable --now vmtoolsd.service", "dnf_install 'containerd.io-2.2*'", "SELINUX=permissive"}, nil)
-	if cfg.File(dnf.DockerRepoPath) == nil || !sample.Masked(cfg, "firewalld.service") {
+	if cfg.File(dnf.DockerRepoPath) == nil || !plugintest.Masked(cfg, "firewalld.service") {
 		t.Errorf("docker repository or firewalld mask missing")
 	}
 }

@@ -1,10 +1,10 @@
 // Command ubuntu is OSM's default plugin for ubuntu, built to WebAssembly by hack/build-plugins.sh. The logic is in
-// plugin.go and the shared packages under plugins/internal.
+// plugin.go; everything else is the public SDK (sdk/node), as for any vendor plugin.
 package main
 
 import (
-	"github.com/osmhq/osm/plugins/internal/node"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
 )
 
 // A c-shared WebAssembly module runs package initialisers but never main, so the plugin registers in init.

@@ -1,15 +1,17 @@
 package main
 
 import (
-	"github.com/osmhq/osm/plugins/internal/apt"
-	"github.com/osmhq/osm/plugins/internal/node"
+	"github.com/osmhq/osm/plugins/release"
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/node"
+	"github.com/osmhq/osm/sdk/node/apt"
 )
 
 // OS describes Ubuntu 22.04 and 24.04 LTS.
 func OS() *node.OS {
 	os := apt.OS()
 	os.Name = "ubuntu"
+	os.PluginVersion = release.Version
 	os.Description = "Ubuntu 22.04 and 24.04 LTS nodes with containerd, provisioned by cloud-init"
 	os.Versions = []string{"22.04", "24.04"}
 	os.CloudProviders = []string{"alibaba", "aws", "azure", "baremetal", "digitalocean", "edge", "equinixmetal", "gce", "hetzner",

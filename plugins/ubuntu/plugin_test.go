@@ -3,10 +3,10 @@ package main
 import (
 	"testing"
 
-	"github.com/osmhq/osm/plugins/internal/node"
-	"github.com/osmhq/osm/plugins/internal/sample"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/guest"
+	"github.com/osmhq/osm/sdk/node"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
 func TestMetadata(t *testing.T) {
@@ -46,14 +46,14 @@ func TestProvisioning(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := sample.Request("ubuntu", "24.04", abi.UtilityCloudInit, tt.provider, abi.StageProvisioning)
+			req := plugintest.Request("ubuntu", "24.04", abi.UtilityCloudInit, tt.provider, abi.StageProvisioning)
 			req.Config = tt.config
-			cfg := sample.Render(t, node.New(OS()), req)
-			sample.Contains(t, "osm-setup", sample.File(t, cfg, node.SetupScriptPath), tt.want, tt.not)
-			if !sample.Masked(cfg, "ufw.service") {
+			cfg := plugintest.Render(t, node.New(OS()), req)
+			plugintest.Contains(t, "osm-setup", plugintest.File(t, cfg, node.SetupScriptPath), tt.want, tt.not)
+			if !plugintest.Masked(cfg, "ufw.service") {
 				t.Errorf("ufw is not masked")
 			}
-			if got := sample.File(t, cfg, "/etc/containerd/config.toml"); got != sample.ContainerdConfig {
+			if got := plugintest.File(t, cfg, "/etc/containerd/config.toml"); got != plugintest.ContainerdConfig {
 				t.Errorf("config.toml = %q, want the host's verbatim", got)
 			}
 		})
@@ -66,13 +66,13 @@ func TestBootstrapProviderQuirks(t *testing.T) {
 		"azure":   {"cloud-init clean\ncloud-init init --local"},
 		"aws":     nil,
 	} {
-		script := sample.File(t, sample.Render(t, node.New(OS()), sample.Request("ubuntu", "24.04", abi.UtilityCloudInit, provider, abi.StageBootstrap)),
+		script := plugintest.File(t, plugintest.Render(t, node.New(OS()), plugintest.Request("ubuntu", "24.04", abi.UtilityCloudInit, provider, abi.StageBootstrap)),
 			node.BootstrapScriptPath)
 		var not []string
 		if provider == "aws" {
 			not = []string{"FallbackDNS", "init --local"}
 		}
-		sample.Contains(t, provider+" bootstrap", script, want, not)
+		plugintest.Contains(t, provider+" bootstrap", script, want, not)
 	}
 }
 
@@ -90,7 +90,7 @@ func TestValidate(t *testing.T) {
 // sandbox (compare with plugins' BenchmarkPluginCallDefaultUbuntu).
 func BenchmarkProvisioningNative(b *testing.B) {
 	p := node.New(OS())
-	req := sample.Request("ubuntu", "24.04", abi.UtilityCloudInit, "aws", abi.StageProvisioning)
+	req := plugintest.Request("ubuntu", "24.04", abi.UtilityCloudInit, "aws", abi.StageProvisioning)
 	for b.Loop() {
 		if _, err := guest.Call(p, req); err != nil {
 			b.Fatal(err)

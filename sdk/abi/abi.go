@@ -95,13 +95,16 @@ type OperatingSystem struct {
 	Versions []string `json:"versions,omitempty"`
 }
 
-// ConfigOption describes one key of a plugin's configuration.
+// ConfigOption describes one key of a plugin's configuration. Values travel as strings (OSP
+// spec.plugin.config is a map of strings); Type says how the host reads and checks them.
 type ConfigOption struct {
-	Name        string   `json:"name"`
-	Description string   `json:"description,omitempty"`
-	Default     string   `json:"default,omitempty"`
-	Required    bool     `json:"required,omitempty"`
-	Enum        []string `json:"enum,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Type is ConfigString (the default when empty), ConfigBool, ConfigInt, ConfigList or ConfigEnum.
+	Type     string   `json:"type,omitempty"`
+	Default  string   `json:"default,omitempty"`
+	Required bool     `json:"required,omitempty"`
+	Enum     []string `json:"enum,omitempty"`
 }
 
 // SupportsOS reports whether the plugin declares the OS name and version.
@@ -157,6 +160,11 @@ func (m *Metadata) Validate() error {
 	}
 	if len(m.CloudProviders) == 0 {
 		problems = append(problems, "cloudProviders is empty")
+	}
+	for _, o := range m.ConfigSchema {
+		if err := o.checkSchema(); err != nil {
+			problems = append(problems, err.Error())
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("invalid plugin metadata: %s", strings.Join(problems, ", "))

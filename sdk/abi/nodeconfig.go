@@ -1,7 +1,10 @@
 package abi
 
 import (
+	"fmt"
+	"io/fs"
 	"sort"
+	"strconv"
 )
 
 // NodeConfig is a rendered stage: the files, units, cloud-init modules and SSH keys of a node. Its JSON shape
@@ -16,7 +19,9 @@ type NodeConfig struct {
 // File is a file written on the node.
 type File struct {
 	Path string `json:"path"`
-	// Permissions are mode bits written as decimal digits read as octal: 644 means 0644.
+	// Permissions are the mode bits in the wire format of upstream OSM: decimal digits read as octal, so the
+	// JSON 644 means mode 0644. Go code should not set it by hand: PlainFile and WireMode take Go octal
+	// (0o644) and convert, and Mode converts back.
 	Permissions *int32      `json:"permissions,omitempty"`
 	Content     FileContent `json:"content"`
 }
@@ -58,9 +63,70 @@ type Modules struct {
 	YumRepoDir     string                       `json:"yum_repo_dir,omitempty"`
 }
 
-// PlainFile is a file with plain-text content and the given permissions (644 style).
-func PlainFile(path string, permissions int32, content string) File {
-	return File{Path: path, Permissions: &permissions, Content: FileContent{Inline: &FileContentInline{Data: content}}}
+// PlainFile is a file with plain-text content and the given mode, written as a Go octal literal the way
+// os.WriteFile takes it: 0o644 (or 0644) is rw-r--r--. The wire format (decimal digits read as octal, see
+// File.Permissions) is produced here, so a Go developer never writes it.
+//
+// PlainFile panics on a mode that is not plain permission bits (anything outside 0o6777, or the sticky bit),
+// and on the four modes that are the decimal numbers 400, 440, 444 and 500 (0o620, 0o670, 0o674, 0o764): both
+// are what the decimal spelling of the old API (PlainFile(p, 644, …)) gives, and a mode the caller did not
+// mean must stop the first render rather than reach a node. The SDK's guest package turns the panic into the
+// render's error ("plugin panicked: abi.PlainFile(…)"), so the mistake shows on the first native test.
+func PlainFile(path string, mode fs.FileMode, content string) File {
+	wire, err := WireMode(mode)
+	if err != nil {
+		panic(fmt.Sprintf("abi.PlainFile(%q): %v", path, err))
+	}
+	return File{Path: path, Permissions: &wire, Content: FileContent{Inline: &FileContentInline{Data: content}}}
+}
+
+// decimalLookalikes are Go modes equal to a decimal number made of octal digits that is itself a common mode
+// (400 == 0o620, 440 == 0o670, 444 == 0o674, 500 == 0o764): someone writing PlainFile(p, 400, …) meant 0o400.
+var decimalLookalikes = map[fs.FileMode]string{0o620: "400", 0o670: "440", 0o674: "444", 0o764: "500"}
+
+// WireMode converts a Go file mode (0o644) to the wire format of File.Permissions (644). It accepts the
+// permission bits and setuid/setgid (0o6777) and refuses everything else with a message, notably a mode
+// written in decimal (644 is 0o1204, which has the sticky bit).
+func WireMode(mode fs.FileMode) (int32, error) {
+	if d, ok := decimalLookalikes[mode]; ok {
+		return 0, fmt.Errorf("mode %d is the decimal %s read as Go octal (%#o); write modes as Go octal literals, e.g. 0o%s", mode, d, uint32(mode), d)
+	}
+	if mode&^0o6777 != 0 || mode > 0o7777 {
+		hint := ""
+		if s := strconv.FormatUint(uint64(mode), 10); isOctalDigits(s) && mode <= 7777 {
+			hint = fmt.Sprintf("; to get rw-style mode %s write 0o%s", s, s)
+		}
+		return 0, fmt.Errorf("mode %d (%#o) is not a file permission: write modes as Go octal literals, e.g. 0o644%s", mode, uint32(mode), hint)
+	}
+	n, err := strconv.ParseInt(strconv.FormatUint(uint64(mode), 8), 10, 32)
+	if err != nil {
+		return 0, err
+	}
+	return int32(n), nil
+}
+
+// Mode returns the file's permissions as a Go file mode (wire 644 is 0o644), and an error when the wire value
+// is not decimal digits read as octal (a digit 8 or 9, more than four digits, or negative). A file without
+// permissions has mode 0 and no error: the encoders then use the provisioning utility's default (0644).
+func (f *File) Mode() (fs.FileMode, error) {
+	if f.Permissions == nil {
+		return 0, nil
+	}
+	s := strconv.FormatInt(int64(*f.Permissions), 10)
+	if *f.Permissions < 0 || len(s) > 4 || !isOctalDigits(s) {
+		return 0, fmt.Errorf("file %s: permissions %d are not octal digits (wire format: 644 means 0644)", f.Path, *f.Permissions)
+	}
+	m, _ := strconv.ParseUint(s, 8, 32)
+	return fs.FileMode(m), nil
+}
+
+func isOctalDigits(s string) bool {
+	for _, c := range s {
+		if c < '0' || c > '7' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // SetFile adds f, replacing any file with the same path in place, so that plugins can override what a template

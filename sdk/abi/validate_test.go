@@ -6,7 +6,7 @@ import (
 )
 
 func TestNodeConfigValidate(t *testing.T) {
-	ok := PlainFile("/etc/a", 644, "a")
+	ok := PlainFile("/etc/a", 0o644, "a")
 	tests := []struct {
 		name    string
 		cfg     NodeConfig
@@ -14,8 +14,8 @@ func TestNodeConfigValidate(t *testing.T) {
 	}{
 		{name: "empty", cfg: NodeConfig{}},
 		{name: "valid", cfg: NodeConfig{Files: []File{ok}, Units: []Unit{{Name: "a.service"}}}},
-		{name: "empty path", cfg: NodeConfig{Files: []File{PlainFile("", 644, "")}}, wantErr: "files[0]: path is empty"},
-		{name: "relative path", cfg: NodeConfig{Files: []File{PlainFile("etc/a", 644, "")}}, wantErr: `path "etc/a" is not absolute`},
+		{name: "empty path", cfg: NodeConfig{Files: []File{PlainFile("", 0o644, "")}}, wantErr: "files[0]: path is empty"},
+		{name: "relative path", cfg: NodeConfig{Files: []File{PlainFile("etc/a", 0o644, "")}}, wantErr: `path "etc/a" is not absolute`},
 		{name: "duplicate path", cfg: NodeConfig{Files: []File{ok, ok}}, wantErr: `files[1]: path "/etc/a" appears more than once`},
 		{name: "no content", cfg: NodeConfig{Files: []File{{Path: "/a"}}}, wantErr: "content.inline is missing"},
 		{name: "unit without name", cfg: NodeConfig{Units: []Unit{{}}}, wantErr: "units[0]: name is empty"},

@@ -57,7 +57,7 @@ func TestCallMetadataFillsEnvelope(t *testing.T) {
 }
 
 func TestCall(t *testing.T) {
-	input := abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/motd", 644, "hello")}}
+	input := abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/motd", 0o644, "hello")}}
 	tests := []struct {
 		name    string
 		render  func(*abi.RenderRequest) (*abi.RenderResponse, error)
@@ -72,7 +72,7 @@ func TestCall(t *testing.T) {
 		{name: "nil response", render: func(*abi.RenderRequest) (*abi.RenderResponse, error) { return nil, nil },
 			wantErr: "Render returned neither a response nor an error"},
 		{name: "invalid output", render: func(*abi.RenderRequest) (*abi.RenderResponse, error) {
-			return &abi.RenderResponse{Config: abi.NodeConfig{Files: []abi.File{abi.PlainFile("relative", 644, "")}}}, nil
+			return &abi.RenderResponse{Config: abi.NodeConfig{Files: []abi.File{abi.PlainFile("relative", 0o644, "")}}}, nil
 		}, wantErr: "is not absolute"},
 		{name: "foreign abi version kept", render: func(*abi.RenderRequest) (*abi.RenderResponse, error) {
 			return &abi.RenderResponse{ABIVersion: "v2"}, nil

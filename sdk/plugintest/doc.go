@@ -12,7 +12,17 @@
 //		plugintest.RunFixtures(t, "testdata", plugintest.Wasm(m))
 //	}
 //
-// A fixture is testdata/<case>.request.json (an abi.RenderRequest) with either <case>.response.json (the
-// expected abi.RenderResponse) or <case>.error.txt (text the error must contain). `go test -update` rewrites
-// the response files from what the plugin returns.
+// A fixture is testdata/<case>.request.json (an abi.RenderRequest) with either <case>.response.txt (the
+// expected response in the review format of Format: each file's content as text, scripts as scripts),
+// <case>.response.json (the expected abi.RenderResponse as JSON, kept for existing fixtures) or
+// <case>.error.txt (text the error must contain). `go test -update` rewrites the response files from what the
+// plugin returns.
+//
+// Beyond comparing with golden files, Check runs what catches a plugin that passes every schema but fails a
+// node: the bootstrap really fetches the provisioning configuration and hands it off (CheckBootstrap),
+// credential placeholders reach files verbatim (CheckPlaceholders), paths and permissions are valid
+// (CheckFiles), and the output is deterministic (CheckDeterministic). UserData encodes a stage to the final
+// cloud-config a machine receives, with what the host adds (sdk/SPEC.md §10), and CloudInitSchema validates it
+// with the real cloud-init, failing (not skipping) when cloud-init is missing. Request builds a realistic
+// render request with the host's placeholders.
 package plugintest

@@ -76,7 +76,7 @@ func RunFixtures(t *testing.T, dir string, r Renderer) {
 
 func runFixture(t *testing.T, reqPath string, r Renderer) {
 	base := strings.TrimSuffix(reqPath, ".request.json")
-	respPath, errPath := base+".response.json", base+".error.txt"
+	jsonPath, textPath, errPath := base+".response.json", base+".response.txt", base+".error.txt"
 
 	var req abi.RenderRequest
 	decodeFile(t, reqPath, &req)
@@ -92,20 +92,25 @@ func runFixture(t *testing.T, reqPath string, r Renderer) {
 	if renderErr != nil {
 		t.Fatalf("render: %v", renderErr)
 	}
+	// A case with a JSON response keeps it; every other case gets the text format, which reviews better.
+	if _, err := os.Stat(jsonPath); err != nil {
+		Golden(t, textPath, Format(resp))
+		return
+	}
 	if updating() {
 		b, err := json.MarshalIndent(resp, "", "  ")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(respPath, append(b, '\n'), 0o644); err != nil {
+		if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	var want abi.RenderResponse
-	decodeFile(t, respPath, &want)
+	decodeFile(t, jsonPath, &want)
 	if diff := cmp.Diff(&want, resp, cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("response differs from %s (-want +got; rerun with -update to accept):\n%s", respPath, diff)
+		t.Errorf("response differs from %s (-want +got; rerun with -update to accept):\n%s", jsonPath, diff)
 	}
 }
 

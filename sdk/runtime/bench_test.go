@@ -134,7 +134,7 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 func benchRequest() *abi.RenderRequest {
 	req := renderRequest()
 	for i := range 30 {
-		req.Input.Files = append(req.Input.Files, abi.PlainFile(fmt.Sprintf("/etc/osm/file-%d.conf", i), 644,
+		req.Input.Files = append(req.Input.Files, abi.PlainFile(fmt.Sprintf("/etc/osm/file-%d.conf", i), 0o644,
 			fmt.Sprintf("# generated\nkey-%d = value\nanother = setting with some text to make it realistic\n", i)))
 	}
 	for i := range 10 {

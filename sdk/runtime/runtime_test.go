@@ -19,7 +19,7 @@ func renderRequest() *abi.RenderRequest {
 			MachineDeployment: abi.ObjectRef{Name: "md-1", Namespace: "kube-system"},
 			Secrets:           abi.SecretPlaceholders{BootstrapToken: "__OSM_SECRET_bootstrapToken__"},
 		},
-		Input: abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/motd", 644, "hi")}},
+		Input: abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/motd", 0o644, "hi")}},
 	}
 }
 

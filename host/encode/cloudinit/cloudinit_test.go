@@ -20,7 +20,7 @@ func TestEncodeParsesBackAndPassesSchema(t *testing.T) {
 	tricky := "key: value\n  - not: a list\n'quoted' \"double\" # not a comment\n"
 	cfg := &abi.NodeConfig{
 		Files: []abi.File{
-			abi.PlainFile("/etc/tricky.conf", 600, tricky),
+			abi.PlainFile("/etc/tricky.conf", 0o600, tricky),
 			// As upstream: data is the plain content, the encoding is how it travels in the user-data.
 			{Path: "/opt/bin/setup", Permissions: ptr.To[int32](755),
 				Content: abi.FileContent{Inline: &abi.FileContentInline{Encoding: "b64", Data: "#!/bin/bash\necho hi\n"}}},

@@ -53,8 +53,8 @@ func TestEncodeParsesBackWithIgnition(t *testing.T) {
 	big := strings.Repeat("a fairly repetitive line of a large file\n", 100)
 	cfg := &abi.NodeConfig{
 		Files: []abi.File{
-			abi.PlainFile("/etc/kubernetes/kubelet.conf", 600, "apiVersion: v1\nkind: Config # with: yaml & symbols %?\n"),
-			abi.PlainFile("/opt/bin/setup", 755, big),
+			abi.PlainFile("/etc/kubernetes/kubelet.conf", 0o600, "apiVersion: v1\nkind: Config # with: yaml & symbols %?\n"),
+			abi.PlainFile("/opt/bin/setup", 0o755, big),
 		},
 		Units: []abi.Unit{
 			{Name: "setup.service", Enable: ptr.To(true), Content: ptr.To("[Unit]\nDescription=setup\n[Service]\nType=oneshot\nExecStart=/opt/bin/setup\n[Install]\nWantedBy=multi-user.target\n")},
@@ -121,7 +121,7 @@ func TestEncodeRejectsWhatIgnitionCannotExpress(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "yum_repos") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = ignition.Encode(&abi.NodeConfig{Files: []abi.File{abi.PlainFile("relative/path", 644, "x")}}, ignition.Options{})
+	_, err = ignition.Encode(&abi.NodeConfig{Files: []abi.File{abi.PlainFile("relative/path", 0o644, "x")}}, ignition.Options{})
 	if err == nil || !strings.Contains(err.Error(), "relative/path") {
 		t.Fatalf("Ignition's validation did not catch a relative path: %v", err)
 	}

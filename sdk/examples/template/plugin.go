@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/node"
 )
 
 // Plugin renders nodes of the fictional "exampleos". All of its logic is plain Go: it runs natively in tests
@@ -19,7 +20,7 @@ func (Plugin) Metadata() abi.Metadata {
 		Version:               "0.1.0",
 		Description:           "Example plugin: time sync, sysctls and the kubelet bootstrap kubeconfig for exampleos",
 		OperatingSystems:      []abi.OperatingSystem{{Name: "exampleos", Versions: []string{"1.*"}}},
-		ProvisioningUtilities: []string{abi.UtilityCloudInit, abi.UtilityIgnition},
+		ProvisioningUtilities: []string{abi.UtilityCloudInit},
 		CloudProviders:        []string{"*"},
 		ConfigSchema: []abi.ConfigOption{
 			{Name: "ntpServer", Description: "NTP server the node synchronises its clock with"},
@@ -28,13 +29,27 @@ func (Plugin) Metadata() abi.Metadata {
 	}
 }
 
+// exampleOS is what the bootstrap stage needs to know about exampleos: it runs cloud-init.
+var exampleOS = &node.OS{Name: "exampleos", Handoff: node.CloudInitHandoff(nil)}
+
 // Render keeps the template output and adds the exampleos specifics. Note the two rules every plugin follows:
 // output is deterministic (sorted keys, no clock, no randomness) and secret placeholders are copied verbatim.
+//
+// The bootstrap stage is the boot contract of sdk/SPEC.md: it must fetch the provisioning configuration
+// with the provisioning token, verifying TLS with the cluster CA, and hand it to the provisioning utility.
+// node.BootstrapOnly does exactly that; replace it only with something plugintest.CheckBootstrap accepts.
 func (Plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	if err := checkConfig(req.Config); err != nil {
 		return nil, err
 	}
 	cfg := req.Input
+	if req.Stage == abi.StageBootstrap {
+		own, err := node.BootstrapOnly(exampleOS, req)
+		if err != nil {
+			return nil, err
+		}
+		cfg = *node.Merge(own, &req.Input)
+	}
 	var warnings []string
 
 	sysctls := map[string]string{"net.ipv4.ip_forward": "1", "vm.max_map_count": "262144"}
@@ -45,16 +60,16 @@ func (Plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	for _, k := range abi.SortedKeys(sysctls) {
 		fmt.Fprintf(&b, "%s = %s\n", k, sysctls[k])
 	}
-	cfg.SetFile(abi.PlainFile("/etc/sysctl.d/90-osm.conf", 644, b.String()))
+	cfg.SetFile(abi.PlainFile("/etc/sysctl.d/90-osm.conf", 0o644, b.String()))
 
 	if ntp := req.Config["ntpServer"]; ntp != "" {
-		cfg.SetFile(abi.PlainFile("/etc/systemd/timesyncd.conf.d/osm.conf", 644, "[Time]\nNTP="+ntp+"\n"))
+		cfg.SetFile(abi.PlainFile("/etc/systemd/timesyncd.conf.d/osm.conf", 0o644, "[Time]\nNTP="+ntp+"\n"))
 	} else {
 		warnings = append(warnings, "no ntpServer configured: nodes use the distribution's default time servers")
 	}
 
 	if req.Stage == abi.StageProvisioning && req.Context.Secrets.BootstrapToken != "" {
-		cfg.SetFile(abi.PlainFile("/var/lib/kubelet/bootstrap-kubeconfig", 600, bootstrapKubeconfig(req.Context)))
+		cfg.SetFile(abi.PlainFile("/var/lib/kubelet/bootstrap-kubeconfig", 0o600, bootstrapKubeconfig(req.Context)))
 	}
 	return &abi.RenderResponse{Config: cfg, Warnings: warnings}, nil
 }

@@ -55,6 +55,23 @@ func TestValidate(t *testing.T) {
 	}
 }
 
+// TestStages runs the harness's checks on both stages: the bootstrap really fetches the provisioning
+// configuration and hands it to cloud-init, placeholders survive, paths and modes are valid, the output is
+// deterministic; then the final user-data, with what the host adds, must pass `cloud-init schema`.
+func TestStages(t *testing.T) {
+	for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
+		t.Run(string(stage), func(t *testing.T) {
+			req := plugintest.Request("exampleos", "1.4", abi.UtilityCloudInit, "hetzner", stage)
+			cfg := plugintest.Check(t, plugintest.Native(Plugin{}), req)
+			data, err := plugintest.UserData(stage, "hetzner", cfg, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plugintest.CloudInitSchema(t, string(stage), data)
+		})
+	}
+}
+
 func TestMetadataIsValid(t *testing.T) {
 	if _, err := guest.CallMetadata(Plugin{}); err != nil {
 		t.Fatal(err)

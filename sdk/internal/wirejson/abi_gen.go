@@ -296,6 +296,8 @@ func decConfigOptionField(d *decoder, p *abi.ConfigOption, key []byte, depth int
 		return decStr[string](d, &p.Name, depth+1)
 	case len(key) == 11 && word(key, 0) == 0x7470697263736564 && tail(key, 8) == 0x6e6f69: // description
 		return decStr[string](d, &p.Description, depth+1)
+	case len(key) == 4 && tail(key, 0) == 0x65707974: // type
+		return decStr[string](d, &p.Type, depth+1)
 	case len(key) == 7 && tail(key, 0) == 0x746c7561666564: // default
 		return decStr[string](d, &p.Default, depth+1)
 	case len(key) == 8 && word(key, 0) == 0x6465726975716572: // required
@@ -308,6 +310,8 @@ func decConfigOptionField(d *decoder, p *abi.ConfigOption, key []byte, depth int
 		return decStr[string](d, &p.Name, depth+1)
 	case "DESCRIPTION":
 		return decStr[string](d, &p.Description, depth+1)
+	case "TYPE":
+		return decStr[string](d, &p.Type, depth+1)
 	case "DEFAULT":
 		return decStr[string](d, &p.Default, depth+1)
 	case "REQUIRED":
@@ -330,6 +334,13 @@ func encConfigOption(e *encoder, p *abi.ConfigOption) error {
 		e.comma(&first)
 		e.buf = append(e.buf, "\"description\":"...)
 		if err := encStr[string](e, &p.Description); err != nil {
+			return err
+		}
+	}
+	if p.Type != "" {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"type\":"...)
+		if err := encStr[string](e, &p.Type); err != nil {
 			return err
 		}
 	}

@@ -272,7 +272,7 @@ func BenchmarkUnmarshal(b *testing.B) {
 func benchData(b *testing.B) []byte {
 	req := abi.RenderRequest{ABIVersion: "v1", Stage: abi.StageProvisioning, Config: map[string]string{"a": "b"}}
 	for i := range 30 {
-		req.Input.Files = append(req.Input.Files, abi.PlainFile(fmt.Sprintf("/etc/osm/file-%d.conf", i), 644,
+		req.Input.Files = append(req.Input.Files, abi.PlainFile(fmt.Sprintf("/etc/osm/file-%d.conf", i), 0o644,
 			fmt.Sprintf("# generated\nkey-%d = value\nanother = setting with some text to make it realistic\n", i)))
 	}
 	data, err := json.Marshal(req)
@@ -283,7 +283,7 @@ func benchData(b *testing.B) []byte {
 }
 
 func TestAppendMarshal(t *testing.T) {
-	v := abi.RenderResponse{ABIVersion: "v1", Config: abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/a", 644, "<x>\n")}}}
+	v := abi.RenderResponse{ABIVersion: "v1", Config: abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/a", 0o644, "<x>\n")}}}
 	want, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)

@@ -52,7 +52,7 @@ func render() int32 {
 		return 1
 	}
 	cfg := req.Input
-	cfg.SetFile(abi.PlainFile("/etc/osm/rendered-by", 644, "selective\n"))
+	cfg.SetFile(abi.PlainFile("/etc/osm/rendered-by", 0o644, "selective\n"))
 	pdk.OutputJSON(abi.RenderResponse{ABIVersion: abi.Version, Config: cfg})
 	return 0
 }

@@ -37,9 +37,9 @@ func (plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	for _, k := range abi.SortedKeys(req.Config) {
 		fmt.Fprintf(&b, "%s=%s\n", k, req.Config[k])
 	}
-	cfg.SetFile(abi.PlainFile("/etc/osm/config", 600, b.String()))
+	cfg.SetFile(abi.PlainFile("/etc/osm/config", 0o600, b.String()))
 	if tok := req.Context.Secrets.BootstrapToken; tok != "" {
-		cfg.SetFile(abi.PlainFile("/etc/osm/token", 600, tok))
+		cfg.SetFile(abi.PlainFile("/etc/osm/token", 0o600, tok))
 	}
 	return &abi.RenderResponse{Config: cfg}, nil
 }

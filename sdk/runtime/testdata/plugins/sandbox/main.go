@@ -38,7 +38,7 @@ func (plugin) Render(*abi.RenderRequest) (*abi.RenderResponse, error) {
 		"env":      strings.Join(os.Environ(), ","),
 	}
 	for _, k := range abi.SortedKeys(report) {
-		cfg.Files = append(cfg.Files, abi.PlainFile("/sandbox/"+k, 644, report[k]))
+		cfg.Files = append(cfg.Files, abi.PlainFile("/sandbox/"+k, 0o644, report[k]))
 	}
 	return &abi.RenderResponse{Config: cfg}, nil
 }
