@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -107,11 +108,10 @@ func (r *Reconciler) machinesOfProfile(c client.Reader) handler.MapFunc {
 	}
 }
 
-// owner maps an object OSM created to its MachineDeployment through the labels.
+// owner maps an object OSM created to its MachineDeployment through its ownership annotation.
 func owner(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	name, ns := l[credentials.LabelMDName], l[credentials.LabelMDNamespace]
-	if name == "" || ns == "" {
+	ns, name, ok := strings.Cut(credentials.Owner(o), "/")
+	if !ok || ns == "" || name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}

@@ -109,9 +109,10 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, st *state) error {
 		spec.CloudProvider.Name = pc.CloudProvider
 	}
 	osc := &osmv1alpha1.OperatingSystemConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md), Labels: credentials.Labels(st.md)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)},
 		Spec:       spec,
 	}
+	credentials.Mark(st.md, osc)
 	if err := r.Mgmt.Create(ctx, osc); err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s to report status: %w", osc.Name, err)
 	}
