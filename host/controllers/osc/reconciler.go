@@ -86,6 +86,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	if md.Annotations[clusterv1alpha1.AnnotationRevision] == "" {
+		// machine-controller gives a new MachineDeployment its first revision right after creating it, and
+		// waits for user-data of that revision. Rendering before would write every Secret twice (revision ""
+		// and then "1"); the annotation change brings the MachineDeployment back here.
+		log.V(1).Info("waiting for machine-controller to set the revision", "annotation", clusterv1alpha1.AnnotationRevision)
+		return ctrl.Result{}, nil
+	}
 	if !controllerutil.ContainsFinalizer(md, Finalizer) {
 		if err := r.patchFinalizers(ctx, md, controllerutil.AddFinalizer); err != nil {
 			if apierrors.IsConflict(err) {
