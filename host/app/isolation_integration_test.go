@@ -221,3 +221,53 @@ func isoWaitForEvent(t *testing.T, c client.Client, md *clusterv1alpha1.MachineD
 		return fmt.Errorf("no %s event naming %s among %d events", reason, want, len(events.Items))
 	})
 }
+
+// TestInvalidMachineDeploymentFields creates MachineDeployments with an absurd kubelet version and an image GC
+// percentage over 100 next to a valid one: each invalid one gets InvalidMachineDeployment on its OSC and a
+// Warning event naming the field, and no user-data; the valid one renders; fixing the field renders.
+func TestInvalidMachineDeploymentFields(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx := context.Background()
+	c := env.Client
+	ensureNamespace(t, env, userDataNS)
+	clusterInfo(t, env)
+	startOSM(t, env, nil, app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true, WorkerCount: 4})
+	if err := c.Create(ctx, testOSP("osp-testos", "v1.0.0")); err != nil {
+		t.Fatal(err)
+	}
+	badVersion := newMD(t, "bad-version", "testos", "aws", "osp-testos")
+	badVersion.Spec.Template.Spec.Versions.Kubelet = "1.9999.0"
+	badGC := newMD(t, "bad-gc", "testos", "aws", "osp-testos")
+	badGC.Annotations[clusterv1alpha1.AnnotationKubeletConfigPrefix+render.KubeletImageGCHighThresholdPercent] = "150"
+	for _, md := range []*clusterv1alpha1.MachineDeployment{badVersion, badGC, newMD(t, "good", "testos", "aws", "osp-testos")} {
+		if err := c.Create(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitForSecret(t, c, "good-kube-system-bootstrap-config", "1")
+	for md, field := range map[*clusterv1alpha1.MachineDeployment]string{badVersion: "versions.kubelet 1.9999.0", badGC: "ImageGCHighThresholdPercent 150"} {
+		got := &osmv1alpha1.OperatingSystemConfig{}
+		eventually(t, wait, md.Name+" reports the invalid field", func() error {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(md)}, got); err != nil {
+				return err
+			}
+			cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
+			if cond == nil || cond.Reason != osmv1alpha1.ReasonInvalidMachineDeployment || !strings.Contains(cond.Message, field) {
+				return fmt.Errorf("Ready condition = %+v", cond)
+			}
+			return nil
+		})
+		isoWaitForEvent(t, c, md, osmv1alpha1.ReasonInvalidMachineDeployment, field)
+		if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: render.BootstrapSecretName(md)}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s: user-data written for an invalid MachineDeployment (err=%v)", md.Name, err)
+		}
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(badVersion), badVersion); err != nil {
+		t.Fatal(err)
+	}
+	badVersion.Spec.Template.Spec.Versions.Kubelet = "1.33.2"
+	if err := c.Update(ctx, badVersion); err != nil {
+		t.Fatal(err)
+	}
+	waitForSecret(t, c, "bad-version-kube-system-bootstrap-config", "1")
+}

@@ -51,4 +51,8 @@ const (
 	// RoleBinding or Secret under a name OSM chose) exists and is not marked as the MachineDeployment's; it is
 	// neither reused nor overwritten.
 	ReasonNameConflict = "NameConflict"
+	// ReasonInvalidMachineDeployment means a MachineDeployment field OSM renders from has a value no node could
+	// use: a kubelet version that is not a version or outside the supported range, a percentage outside 0-100,
+	// a quantity that does not parse. The message names the field.
+	ReasonInvalidMachineDeployment = "InvalidMachineDeployment"
 )

@@ -68,7 +68,9 @@ func TestFinalizerKeepsOtherControllersFinalizers(t *testing.T) {
 		Mgmt: c, Worker: stale, WorkerAPIReader: c, Renderer: &render.Renderer{},
 		Issuer:   &credentials.Issuer{Client: c, Namespace: "cloud-init-settings"},
 		Settings: settings, Recorder: record.NewFakeRecorder(100), StalledRetry: time.Hour,
-		ClusterInfo:  func(context.Context) (render.ClusterInfo, error) { return render.ClusterInfo{ServerURL: "https://api", CACert: "ca"}, nil },
+		ClusterInfo: func(context.Context) (render.ClusterInfo, error) {
+			return render.ClusterInfo{ServerURL: "https://api", CACert: "ca"}, nil
+		},
 		RegistryAuth: func(context.Context) (string, error) { return "", nil },
 	}
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
