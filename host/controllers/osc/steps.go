@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -143,12 +144,22 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 	}
 	var err error
 	if st.provisioningToken, err = r.Issuer.ProvisioningToken(ctx, st.md, current); err != nil {
-		return err
+		return r.credentialFailure(err)
 	}
 	if st.bootstrapToken, err = r.Issuer.BootstrapToken(ctx, st.md); err != nil {
-		return err
+		return r.credentialFailure(err)
 	}
 	return nil
+}
+
+// credentialFailure stalls on an object that is in the way (someone else's under the name OSM chose), which
+// retrying soon will not fix; other failures are retried.
+func (r *Reconciler) credentialFailure(err error) error {
+	var conflict *credentials.ConflictError
+	if errors.As(err, &conflict) {
+		return &stallingError{reason: osmv1alpha1.ReasonNameConflict, err: err, retryAfter: r.StalledRetry}
+	}
+	return err
 }
 
 // upToDate reports whether everything written carries the current render hash and credentials.
