@@ -114,6 +114,38 @@ func TestNameCollisions(t *testing.T) {
 		bootstrapTokenOf(t, c, first)
 	})
 
+	t.Run("when the owner goes, the waiting MachineDeployment takes the names over with its own credential", func(t *testing.T) {
+		oldBoot := waitForSecret(t, c, "a-b-c-bootstrap-config", "1")
+		again := isoMD(t, "b-c", "a")
+		if err := c.Create(ctx, again); err != nil {
+			t.Fatal(err)
+		}
+		isoWaitForEvent(t, c, again, osmv1alpha1.ReasonSecretNameConflict, "c/a-b")
+		isoDelete(t, c, first)
+		// Well before the conflict's retry (10 minutes): the Secret's deletion brings b-c/a back.
+		boot := &corev1.Secret{}
+		eventually(t, wait, "b-c/a owns a-b-c-bootstrap-config", func() error {
+			boot = waitForSecret(t, c, "a-b-c-bootstrap-config", "1")
+			if o := credentials.Owner(boot); o != "b-c/a" {
+				return fmt.Errorf("owner %q", o)
+			}
+			return nil
+		})
+		prov := waitForSecret(t, c, "a-b-c-provisioning-config", "1")
+		if credentials.Owner(prov) != "b-c/a" {
+			t.Errorf("provisioning Secret owner %q", credentials.Owner(prov))
+		}
+		node := nodeClient(t, env, string(boot.Data[osc.KeyProvisioningToken]))
+		if err := node.Get(ctx, client.ObjectKeyFromObject(prov), &corev1.Secret{}); err != nil {
+			t.Fatalf("b-c/a's node cannot read its provisioning Secret: %v", err)
+		}
+		// The previous owner's credential was revoked with it and does not read the new owner's data.
+		gone := nodeClient(t, env, string(oldBoot.Data[osc.KeyProvisioningToken]))
+		if err := gone.Get(ctx, client.ObjectKeyFromObject(prov), &corev1.Secret{}); !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) {
+			t.Errorf("c/a-b's old credential reading b-c/a's provisioning Secret: want 401 or 403, got %v", err)
+		}
+	})
+
 	long := strings.Repeat("n", 70)
 	one, two := isoMD(t, "long", long+"-one"), isoMD(t, "long", long+"-two")
 
