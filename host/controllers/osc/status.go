@@ -18,9 +18,9 @@ import (
 	"github.com/osmhq/osm/host/render"
 )
 
-// report writes the outcome of a reconcile where operators look: the OSC's status conditions and an event on the
-// MachineDeployment. A MachineDeployment that never rendered still gets an OSC, with an empty spec and a
-// condition saying why, so `kubectl get osc` shows every MachineDeployment OSM manages.
+// report writes the outcome of a reconcile where operators look: the OSC's status conditions and, for a
+// failure, an event on the MachineDeployment. A MachineDeployment that never rendered still gets an OSC, with
+// an empty spec and a condition saying why, so `kubectl get osc` shows every MachineDeployment OSM manages.
 func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) error {
 	if st.done && reconcileErr == nil && st.osc != nil && readyAndCurrent(st.osc) {
 		return nil

@@ -102,8 +102,8 @@ func (r *Reconciler) loadCurrent(ctx context.Context, st *state) error {
 // Secret names cannot tell c/a-b from b-c/a, so the MachineDeployment that wrote them first keeps them; this
 // one writes nothing and holds no node credential: a credential of its own would be allowed to read the
 // other's provisioning Secret, which has the very name its Role grants. Credentials it was issued while it
-// owned the Secrets are revoked once, when the conflict is first reported. It retries after a pause, since
-// the owner going away is not an event on this MachineDeployment.
+// owned the Secrets are revoked once, when the conflict is first reported. The owner's Secrets going away
+// brings it back (see secretHandler); the retry after a pause covers an event missed across a restart.
 func (r *Reconciler) conflict(ctx context.Context, st *state, secret *corev1.Secret, contract bool) error {
 	reason := osmv1alpha1.ReasonNameConflict
 	if contract {
