@@ -207,7 +207,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 // secretCacheOptions keeps the Secret cache to the namespaces OSM writes to: the user-data Secrets, and its own
 // bootstrap tokens in kube-system. Caching every Secret of a cluster would cost memory and need broad RBAC.
 func secretCacheOptions(cloudInitNS string) cache.Options {
-	owned, _ := labels.NewRequirement(credentials.LabelMDName, selection.Exists, nil)
+	owned, _ := labels.NewRequirement(credentials.LabelMachineDeployment, selection.Exists, nil)
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Namespaces: map[string]cache.Config{
 			cloudInitNS:   {},

@@ -67,7 +67,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		}
 		got := &osmv1alpha1.OperatingSystemConfig{}
 		eventually(t, wait, "OSC ready", func() error {
-			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "workers-kube-system-config"}, got); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "workers.kube-system-config"}, got); err != nil {
 				return err
 			}
 			if !meta.IsStatusConditionTrue(got.Status.Conditions, osmv1alpha1.ConditionReady) {
@@ -99,7 +99,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, own); err != nil {
 			t.Fatalf("the node cannot read its own provisioning Secret: %v", err)
 		}
-		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "kube-system-workers-kubelet-bootstrap-config"}, &corev1.Secret{}); err != nil {
+		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers.kube-system-kubelet-bootstrap-config"}, &corev1.Secret{}); err != nil {
 			t.Fatalf("the node cannot read its kubelet bootstrap kubeconfig: %v", err)
 		}
 		for _, forbidden := range []client.ObjectKey{
@@ -183,7 +183,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 
 	t.Run("the OSC spec is immutable", func(t *testing.T) {
 		got := &osmv1alpha1.OperatingSystemConfig{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "workers-kube-system-config"}, got); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "workers.kube-system-config"}, got); err != nil {
 			t.Fatal(err)
 		}
 		got.Spec.OSVersion = "changed"
@@ -215,7 +215,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		for _, n := range []string{"loop-a", "panic-a", "oom-a", "garbage-a", "error-a"} {
 			got := &osmv1alpha1.OperatingSystemConfig{}
 			eventually(t, wait, n+" reports its failure", func() error {
-				if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: n + "-kube-system-config"}, got); err != nil {
+				if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: n + ".kube-system-config"}, got); err != nil {
 					return err
 				}
 				cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
@@ -257,7 +257,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		}
 		got := &osmv1alpha1.OperatingSystemConfig{}
 		eventually(t, wait, "BootstrapTooLarge reported", func() error {
-			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "many-keys-kube-system-config"}, got); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "many-keys.kube-system-config"}, got); err != nil {
 				return err
 			}
 			cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)

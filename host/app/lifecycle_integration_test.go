@@ -42,7 +42,7 @@ func TestWorkerMode(t *testing.T) {
 	waitForSecret(t, worker.Client, "remote-kube-system-bootstrap-config", "1")
 	waitForSecret(t, worker.Client, "remote-kube-system-provisioning-config", "1")
 	eventually(t, wait, "OSC in the management cluster", func() error {
-		return mgmt.Client.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "remote-kube-system-config"}, &osmv1alpha1.OperatingSystemConfig{})
+		return mgmt.Client.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "remote.kube-system-config"}, &osmv1alpha1.OperatingSystemConfig{})
 	})
 	// Nothing of the worker side leaks into the management cluster, and the other way round.
 	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "remote-kube-system-bootstrap-config"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
@@ -62,7 +62,7 @@ func TestWorkerMode(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, wait, "cleanup in both clusters", func() error {
-		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "remote-kube-system-config"}, &osmv1alpha1.OperatingSystemConfig{}); !apierrors.IsNotFound(err) {
+		if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "remote.kube-system-config"}, &osmv1alpha1.OperatingSystemConfig{}); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("OSC still there: %w", err)
 		}
 		if err := worker.Client.Get(ctx, client.ObjectKeyFromObject(md), md); !apierrors.IsNotFound(err) {
@@ -129,7 +129,7 @@ func TestRestartConverges(t *testing.T) {
 	eventually(t, wait, "the third controller to see all MachineDeployments", func() error {
 		for _, md := range mds {
 			got := &osmv1alpha1.OperatingSystemConfig{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: md.Name + "-kube-system-config"}, got); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: md.Name + ".kube-system-config"}, got); err != nil {
 				return err
 			}
 			if !meta.IsStatusConditionTrue(got.Status.Conditions, osmv1alpha1.ConditionReady) {
@@ -239,7 +239,7 @@ func resourceVersions(t *testing.T, c client.Client) map[string]string {
 		out["Secret "+s.Name] = s.ResourceVersion
 	}
 	tokens := &corev1.SecretList{}
-	if err := c.List(context.Background(), tokens, client.InNamespace("kube-system"), client.HasLabels{credentials.LabelMDName}); err != nil {
+	if err := c.List(context.Background(), tokens, client.InNamespace("kube-system"), client.HasLabels{credentials.LabelMachineDeployment}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range tokens.Items {

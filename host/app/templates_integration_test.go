@@ -83,7 +83,7 @@ func TestHostileTemplatesAgainstRealAPIServer(t *testing.T) {
 	waitForSecret(t, c, "neighbour-kube-system-provisioning-config", "1")
 	got := &osmv1alpha1.OperatingSystemConfig{}
 	eventually(t, wait, "the victim's OSC reports the template error", func() error {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "victim-kube-system-config"}, got); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "victim.kube-system-config"}, got); err != nil {
 			return err
 		}
 		cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
-	"github.com/osmhq/osm/host/render"
 )
 
 // Bootstrap token conventions (k8s.io/cluster-bootstrap), restated to keep the dependency out.
@@ -29,30 +29,19 @@ const (
 // expiration forward when less than a third of its lifetime is left. The token value never changes while the
 // MachineDeployment exists, so refreshing it does not change any user-data.
 //
-// The token id is derived from the MachineDeployment's UID, so the Secret has a name known in advance: a
-// controller restarted between creating the token and using it finds it again instead of issuing a second one.
+// The token is found by md's label. A new token's id is derived from the MachineDeployment's UID, so a
+// controller restarted between creating the token and using it finds it again instead of issuing a second
+// one; six characters can collide, so an id taken by another token is skipped for the next candidate, and a
+// token is only ever used when it is marked as md's.
 func (i *Issuer) BootstrapToken(ctx context.Context, md *clusterv1alpha1.MachineDeployment) (Token, error) {
 	ttl := i.BootstrapTokenTTL
 	if ttl == 0 {
 		ttl = DefaultBootstrapTokenTTL
 	}
 	now := i.now()
-	key := client.ObjectKey{Namespace: bootstrapTokenNamespace, Name: "bootstrap-token-" + bootstrapTokenID(md)}
-	s := &corev1.Secret{}
-	err := i.Client.Get(ctx, key, s)
-	if apierrors.IsNotFound(err) {
-		tok, createErr := i.createBootstrapToken(ctx, md, key, now.Add(ttl).UTC().Truncate(time.Second))
-		if !apierrors.IsAlreadyExists(createErr) {
-			return tok, createErr
-		}
-		// The cache had not seen our own earlier create yet; read past it.
-		err = i.reader().Get(ctx, key, s)
-	}
-	if err != nil {
-		return Token{}, fmt.Errorf("reading bootstrap token %s: %w", key.Name, err)
-	}
-	if s.Labels[LabelMDName] != Labels(md)[LabelMDName] || s.Labels[LabelMDNamespace] != Labels(md)[LabelMDNamespace] {
-		return Token{}, fmt.Errorf("bootstrap token %s belongs to another MachineDeployment (%s/%s)", key.Name, s.Labels[LabelMDNamespace], s.Labels[LabelMDName])
+	s, created, err := i.bootstrapTokenSecret(ctx, md, now.Add(ttl).UTC().Truncate(time.Second))
+	if err != nil || created != nil {
+		return derefToken(created), err
 	}
 	tok := Token{Value: string(s.Data["token-id"]) + "." + string(s.Data["token-secret"])}
 	if exp, err := time.Parse(time.RFC3339, string(s.Data["expiration"])); err == nil {
@@ -73,10 +62,54 @@ func (i *Issuer) BootstrapToken(ctx context.Context, md *clusterv1alpha1.Machine
 	return tok, nil
 }
 
-// bootstrapTokenID derives the public half of md's bootstrap token from its UID.
-func bootstrapTokenID(md *clusterv1alpha1.MachineDeployment) string {
+func derefToken(t *Token) Token {
+	if t == nil {
+		return Token{}
+	}
+	return *t
+}
+
+// bootstrapTokenCandidates is how many ids are tried before giving up; a second collision among 36^6 ids is
+// already unlikely.
+const bootstrapTokenCandidates = 8
+
+// bootstrapTokenSecret returns md's existing token Secret, or creates one and returns the new token.
+func (i *Issuer) bootstrapTokenSecret(ctx context.Context, md *clusterv1alpha1.MachineDeployment, expires time.Time) (*corev1.Secret, *Token, error) {
+	list := &corev1.SecretList{}
+	if err := i.Client.List(ctx, list, client.InNamespace(bootstrapTokenNamespace), Selector(md)); err != nil {
+		return nil, nil, fmt.Errorf("listing bootstrap tokens: %w", err)
+	}
+	for k := range list.Items {
+		if s := &list.Items[k]; s.Type == bootstrapTokenType && Marked(md, s) {
+			return s, nil, nil
+		}
+	}
+	for n := range bootstrapTokenCandidates {
+		key := client.ObjectKey{Namespace: bootstrapTokenNamespace, Name: "bootstrap-token-" + bootstrapTokenID(md, n)}
+		tok, err := i.createBootstrapToken(ctx, md, key, expires)
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, &tok, err
+		}
+		// Our own earlier create that the cache has not seen yet, or another token with the same id.
+		s := &corev1.Secret{}
+		if err := i.reader().Get(ctx, key, s); err != nil {
+			return nil, nil, fmt.Errorf("reading bootstrap token %s: %w", key.Name, err)
+		}
+		if s.Type == bootstrapTokenType && Marked(md, s) {
+			return s, nil, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("no free bootstrap token id for MachineDeployment %s: %d candidates are taken", OwnerKey(md), bootstrapTokenCandidates)
+}
+
+// bootstrapTokenID derives the n-th candidate for the public half of md's bootstrap token from its UID.
+func bootstrapTokenID(md *clusterv1alpha1.MachineDeployment, n int) string {
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	sum := sha256.Sum256([]byte("osm-bootstrap-token/" + string(md.UID)))
+	seed := "osm-bootstrap-token/" + string(md.UID)
+	if n > 0 {
+		seed += "/" + strconv.Itoa(n)
+	}
+	sum := sha256.Sum256([]byte(seed))
 	id := make([]byte, 6)
 	for i := range id {
 		id[i] = alphabet[int(sum[i])%len(alphabet)]
@@ -97,10 +130,8 @@ func (i *Issuer) createBootstrapToken(ctx context.Context, md *clusterv1alpha1.M
 		return Token{}, err
 	}
 	id := key.Name[len("bootstrap-token-"):]
-	labels := Labels(md)
-	labels[LabelUpstreamMDKey] = truncate(render.MachineDeploymentKey(md))
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, Labels: Labels(md), Annotations: Annotations(md)},
 		Type:       bootstrapTokenType,
 		Data: map[string][]byte{
 			"description":                    fmt.Appendf(nil, "OSM bootstrap token for MachineDeployment %s/%s", md.Namespace, md.Name),

@@ -43,7 +43,7 @@ func TestBootstrapTokenLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.Type != "bootstrap.kubernetes.io/token" || string(s.Data["auth-extra-groups"]) != credentials.NodeBootstrapGroup ||
-		string(s.Data["usage-bootstrap-authentication"]) != "true" || s.Labels[credentials.LabelMDName] != "workers" {
+		string(s.Data["usage-bootstrap-authentication"]) != "true" || s.Annotations[credentials.AnnotationOwner] != "kube-system/workers" {
 		t.Errorf("token Secret = %+v", s)
 	}
 

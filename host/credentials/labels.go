@@ -5,39 +5,77 @@
 //   - a bootstrap token for the kubelet's TLS bootstrap, with an expiry that is pushed forward while the
 //     MachineDeployment exists, so scale-ups days later still join.
 //
-// Every object created here carries labels naming its MachineDeployment, so cleanup finds all of them even if
-// naming rules change between releases.
+// Every object created for a MachineDeployment carries a label with the MachineDeployment's hash (selection,
+// cleanup) and annotations naming it (ownership). Nothing is reused, overwritten or deleted without that mark.
 package credentials
 
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	"github.com/osmhq/osm/host/render"
 )
 
-// Labels on every object OSM creates for a MachineDeployment.
 const (
-	LabelMDName      = "osm.k8c.io/machine-deployment-name"
+	// LabelMachineDeployment is on every object OSM creates for a MachineDeployment; its value is
+	// render.Hash of the MachineDeployment, never a truncated name, so selecting by it never reaches another
+	// MachineDeployment's objects.
+	LabelMachineDeployment = "osm.k8c.io/machine-deployment"
+	// LabelMDNamespace is the MachineDeployment's namespace, for people (a namespace name always fits a label).
 	LabelMDNamespace = "osm.k8c.io/machine-deployment-namespace"
-	// LabelUpstreamMDKey is upstream OSM's label on bootstrap token Secrets: "<namespace>-<name>".
-	LabelUpstreamMDKey = "machinedeployment.k8s.io/name"
+	// AnnotationOwner is "<namespace>/<name>" of the MachineDeployment an object belongs to.
+	AnnotationOwner = "osm.k8c.io/machine-deployment"
+	// AnnotationOwnerUID is that MachineDeployment's UID when the object was created, for people.
+	AnnotationOwnerUID = "osm.k8c.io/machine-deployment-uid"
 )
 
 // Labels returns the labels that tie an object to md.
 func Labels(md *clusterv1alpha1.MachineDeployment) map[string]string {
-	return map[string]string{LabelMDName: truncate(md.Name), LabelMDNamespace: truncate(md.Namespace)}
+	return map[string]string{LabelMachineDeployment: render.Hash(md), LabelMDNamespace: md.Namespace}
+}
+
+// Annotations returns the annotations that say an object belongs to md.
+func Annotations(md *clusterv1alpha1.MachineDeployment) map[string]string {
+	return map[string]string{AnnotationOwner: OwnerKey(md), AnnotationOwnerUID: string(md.UID)}
 }
 
 // Selector matches the objects created for md.
 func Selector(md *clusterv1alpha1.MachineDeployment) client.MatchingLabels {
-	return client.MatchingLabels(Labels(md))
+	return client.MatchingLabels{LabelMachineDeployment: render.Hash(md)}
 }
 
-// truncate keeps label values within the 63 characters Kubernetes allows. MachineDeployment names are DNS
-// subdomains and may be longer; the namespace label disambiguates the rare collision of long prefixes.
-func truncate(s string) string {
-	if len(s) > 63 {
-		return s[:63]
+// OwnerKey is how ownership annotations name md.
+func OwnerKey(md *clusterv1alpha1.MachineDeployment) string { return md.Namespace + "/" + md.Name }
+
+// Owner returns the "<namespace>/<name>" of the MachineDeployment obj belongs to, "" when obj carries no mark
+// (created by upstream OSM or by hand).
+func Owner(obj client.Object) string { return obj.GetAnnotations()[AnnotationOwner] }
+
+// Owns reports whether obj may be reused, overwritten or deleted for md: it is marked as md's, or it is
+// unmarked and may be adopted (the user-data Secrets upstream OSM wrote, which a drop-in replacement takes
+// over).
+func Owns(md *clusterv1alpha1.MachineDeployment, obj client.Object) bool {
+	return Owner(obj) == "" || Marked(md, obj)
+}
+
+// Marked reports whether obj is marked as md's. Credentials are only reused when they are: an unmarked
+// bootstrap token or ServiceAccount that happens to have the name OSM would choose is someone else's.
+func Marked(md *clusterv1alpha1.MachineDeployment, obj client.Object) bool {
+	return Owner(obj) == OwnerKey(md)
+}
+
+// Mark sets md's labels and ownership annotations on obj, keeping its others.
+func Mark(md *clusterv1alpha1.MachineDeployment, obj client.Object) {
+	obj.SetLabels(merge(obj.GetLabels(), Labels(md)))
+	obj.SetAnnotations(merge(obj.GetAnnotations(), Annotations(md)))
+}
+
+func merge(into, from map[string]string) map[string]string {
+	if into == nil {
+		into = make(map[string]string, len(from))
 	}
-	return s
+	for k, v := range from {
+		into[k] = v
+	}
+	return into
 }

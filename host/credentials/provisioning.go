@@ -3,6 +3,7 @@ package credentials
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -61,7 +62,7 @@ func (i *Issuer) now() time.Time {
 // ProvisioningReaderName is the ServiceAccount, Role and RoleBinding that let md's nodes read their
 // provisioning Secrets.
 func ProvisioningReaderName(md *clusterv1alpha1.MachineDeployment) string {
-	return fmt.Sprintf("%s-%s-provisioning-reader", md.Name, md.Namespace)
+	return render.ObjectName(md, "provisioning-reader")
 }
 
 // RefreshMargin is how much validity a reused token must have left: a third of its lifetime.
@@ -93,10 +94,10 @@ func (i *Issuer) ProvisioningToken(ctx context.Context, md *clusterv1alpha1.Mach
 }
 
 // ensureReader creates the ServiceAccount, the Role granting get on exactly md's two provisioning Secrets, and
-// the RoleBinding between them.
+// the RoleBinding between them. One that exists already is used only if it is marked as md's.
 func (i *Issuer) ensureReader(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
 	name := ProvisioningReaderName(md)
-	meta := metav1.ObjectMeta{Namespace: i.Namespace, Name: name, Labels: Labels(md)}
+	meta := metav1.ObjectMeta{Namespace: i.Namespace, Name: name, Labels: Labels(md), Annotations: Annotations(md)}
 	objs := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: meta, AutomountServiceAccountToken: ptr.To(false)},
 		&rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{
@@ -111,9 +112,42 @@ func (i *Issuer) ensureReader(ctx context.Context, md *clusterv1alpha1.MachineDe
 		},
 	}
 	for _, obj := range objs {
-		if err := i.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		err := i.Client.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			err = i.checkExisting(ctx, md, obj)
+		}
+		if err != nil {
 			return fmt.Errorf("creating %T %s/%s: %w", obj, i.Namespace, name, err)
 		}
 	}
 	return nil
+}
+
+// checkExisting reads an object that already exists under the name OSM chose for md, and refuses it unless it
+// is marked as md's.
+func (i *Issuer) checkExisting(ctx context.Context, md *clusterv1alpha1.MachineDeployment, obj client.Object) error {
+	existing := obj.DeepCopyObject().(client.Object)
+	if err := i.reader().Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+		return err
+	}
+	if !Marked(md, existing) {
+		return &ConflictError{Kind: fmt.Sprintf("%T", obj), Name: obj.GetNamespace() + "/" + obj.GetName(), Owner: Owner(existing)}
+	}
+	return nil
+}
+
+// ConflictError says an object OSM needs for a MachineDeployment exists and is not that MachineDeployment's.
+type ConflictError struct {
+	Kind, Name string
+	// Owner is the "<namespace>/<name>" of the MachineDeployment the object belongs to; empty when it is not
+	// OSM's.
+	Owner string
+}
+
+func (e *ConflictError) Error() string {
+	owner := "was not created by OSM"
+	if e.Owner != "" {
+		owner = "belongs to MachineDeployment " + e.Owner
+	}
+	return fmt.Sprintf("%s %s %s; it is neither reused nor overwritten", strings.TrimPrefix(e.Kind, "*"), e.Name, owner)
 }

@@ -95,13 +95,13 @@ func str(s string) *string { return &s }
 
 func TestMergeAddsAfterTheStage(t *testing.T) {
 	cfg := &abi.NodeConfig{
-		Files:   []abi.File{abi.PlainFile("/etc/profile-file", 644, "p")},
+		Files:   []abi.File{abi.PlainFile("/etc/profile-file", 0o644, "p")},
 		Units:   []abi.Unit{{Name: "kubelet.service", Content: str("[Service]")}},
 		Modules: &abi.Modules{RunCMD: []string{"osm-setup"}},
 	}
 	m := NewMerger(cfg)
 	err := m.Add("site", "spec.provisioningConfig.overrides", nil, &abi.NodeConfig{
-		Files:   []abi.File{abi.PlainFile("/etc/sysctl.d/99-site.conf", 644, "vm.swappiness = 10\n")},
+		Files:   []abi.File{abi.PlainFile("/etc/sysctl.d/99-site.conf", 0o644, "vm.swappiness = 10\n")},
 		Units:   []abi.Unit{{Name: "kubelet.service", DropIns: []abi.DropIn{{Name: "10-site.conf", Content: "[Service]\nNice=-5"}}}},
 		Modules: &abi.Modules{RunCMD: []string{"sysctl --system"}},
 	})
@@ -109,7 +109,7 @@ func TestMergeAddsAfterTheStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &abi.NodeConfig{
-		Files:   []abi.File{abi.PlainFile("/etc/profile-file", 644, "p"), abi.PlainFile("/etc/sysctl.d/99-site.conf", 644, "vm.swappiness = 10\n")},
+		Files:   []abi.File{abi.PlainFile("/etc/profile-file", 0o644, "p"), abi.PlainFile("/etc/sysctl.d/99-site.conf", 0o644, "vm.swappiness = 10\n")},
 		Units:   []abi.Unit{{Name: "kubelet.service", Content: str("[Service]"), DropIns: []abi.DropIn{{Name: "10-site.conf", Content: "[Service]\nNice=-5"}}}},
 		Modules: &abi.Modules{RunCMD: []string{"osm-setup", "sysctl --system"}},
 	}
@@ -121,7 +121,7 @@ func TestMergeAddsAfterTheStage(t *testing.T) {
 func TestMergeConflicts(t *testing.T) {
 	base := func() *abi.NodeConfig {
 		return &abi.NodeConfig{
-			Files:   []abi.File{abi.PlainFile("/etc/containerd/config.toml", 644, "profile")},
+			Files:   []abi.File{abi.PlainFile("/etc/containerd/config.toml", 0o644, "profile")},
 			Units:   []abi.Unit{{Name: "kubelet.service", Content: str("[Service]"), DropIns: []abi.DropIn{{Name: "10-osm.conf", Content: "x"}}}},
 			Modules: &abi.Modules{YumRepos: map[string]map[string]string{"kubernetes": {"baseurl": "https://a"}}},
 		}
@@ -135,7 +135,7 @@ func TestMergeConflicts(t *testing.T) {
 		wantKind  string
 		wantName  string
 	}{
-		{name: "file of the profile", add: &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/containerd/config.toml", 644, "b")}},
+		{name: "file of the profile", add: &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/containerd/config.toml", 0o644, "b")}},
 			wantOwner: ProfileOwner, wantKind: "file", wantName: "/etc/containerd/config.toml"},
 		{name: "unit of the profile", add: &abi.NodeConfig{Units: []abi.Unit{{Name: "kubelet.service", Content: str("b")}}},
 			wantOwner: ProfileOwner, wantKind: "unit", wantName: "kubelet.service"},
@@ -143,11 +143,11 @@ func TestMergeConflicts(t *testing.T) {
 			wantOwner: ProfileOwner, wantKind: "drop-in", wantName: "kubelet.service/10-osm.conf"},
 		{name: "yum repository of the profile", add: &abi.NodeConfig{Modules: &abi.Modules{YumRepos: map[string]map[string]string{"kubernetes": {"baseurl": "https://b"}}}},
 			wantOwner: ProfileOwner, wantKind: "yum repository", wantName: "kubernetes"},
-		{name: "file of an earlier extension", first: &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/site", 644, "a")}},
-			add: &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/site", 644, "b")}}, wantOwner: "a", wantKind: "file", wantName: "/etc/site"},
+		{name: "file of an earlier extension", first: &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/site", 0o644, "a")}},
+			add: &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/site", 0o644, "b")}}, wantOwner: "a", wantKind: "file", wantName: "/etc/site"},
 		{name: "unit of an earlier extension", first: &abi.NodeConfig{Units: []abi.Unit{{Name: "site.service", Content: str("a")}}},
 			add: &abi.NodeConfig{Units: []abi.Unit{{Name: "site.service", Mask: new(bool)}}}, wantOwner: "a", wantKind: "unit", wantName: "site.service"},
-		{name: "override of another path does not help", add: &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/containerd/config.toml", 644, "b")}},
+		{name: "override of another path does not help", add: &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/containerd/config.toml", 0o644, "b")}},
 			overrides: []string{"/etc/other"}, wantOwner: ProfileOwner, wantKind: "file", wantName: "/etc/containerd/config.toml"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -179,20 +179,20 @@ func TestMergeConflicts(t *testing.T) {
 
 func TestMergeOverrideReplacesInPlace(t *testing.T) {
 	cfg := &abi.NodeConfig{Files: []abi.File{
-		abi.PlainFile("/etc/a", 644, "profile"),
-		abi.PlainFile("/etc/containerd/config.toml", 644, "profile"),
-		abi.PlainFile("/etc/z", 644, "profile"),
+		abi.PlainFile("/etc/a", 0o644, "profile"),
+		abi.PlainFile("/etc/containerd/config.toml", 0o644, "profile"),
+		abi.PlainFile("/etc/z", 0o644, "profile"),
 	}}
 	m := NewMerger(cfg)
-	if err := m.Add("site", "f", []string{"/etc/containerd/config.toml"}, &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/containerd/config.toml", 600, "site")}}); err != nil {
+	if err := m.Add("site", "f", []string{"/etc/containerd/config.toml"}, &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/containerd/config.toml", 0o600, "site")}}); err != nil {
 		t.Fatal(err)
 	}
-	want := []abi.File{abi.PlainFile("/etc/a", 644, "profile"), abi.PlainFile("/etc/containerd/config.toml", 600, "site"), abi.PlainFile("/etc/z", 644, "profile")}
+	want := []abi.File{abi.PlainFile("/etc/a", 0o644, "profile"), abi.PlainFile("/etc/containerd/config.toml", 0o600, "site"), abi.PlainFile("/etc/z", 0o644, "profile")}
 	if diff := cmp.Diff(want, cfg.Files); diff != "" {
 		t.Errorf("files (-want +got):\n%s", diff)
 	}
 	// The override makes the extension the owner: a later one that writes it again conflicts with "site".
-	err := m.Add("later", "f", nil, &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/containerd/config.toml", 600, "later")}})
+	err := m.Add("later", "f", nil, &abi.NodeConfig{Files: []abi.File{abi.PlainFile("/etc/containerd/config.toml", 0o600, "later")}})
 	var ce *ConflictError
 	if !errors.As(err, &ce) || ce.Owner != "site" {
 		t.Fatalf("want a conflict with extension site, got %v", err)

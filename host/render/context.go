@@ -15,11 +15,11 @@ func (m *machine) renderContext(cr crConfig) abi.RenderContext {
 	}
 	ctx := abi.RenderContext{
 		MachineDeployment: abi.ObjectRef{Name: md.Name, Namespace: md.Namespace, Revision: md.Annotations["machinedeployment.clusters.k8s.io/revision"]},
-		OperatingSystem:   abi.OSInfo{Name: pc.OperatingSystem, Version: m.Profile.Spec.OSVersion, Spec: redact(pc.OperatingSystemSpec.Raw)},
+		OperatingSystem:   abi.OSInfo{Name: pc.OperatingSystem, Version: m.Profile.Spec.OSVersion, Spec: OSSpec(pc.OperatingSystemSpec.Raw)},
 		CloudProvider: abi.CloudProvider{
 			Name:           pc.CloudProvider,
 			Spec:           json.RawMessage(m.providerSpec.Spec.Raw),
-			MachineSpec:    redact(pc.CloudProviderSpec.Raw),
+			MachineSpec:    ProviderSpec(pc.CloudProviderSpec.Raw),
 			External:       s.ExternalCloudProvider,
 			HasCloudConfig: m.cloudConfigPlaceholder() != "",
 		},
@@ -107,44 +107,5 @@ func (kc KubeletConfig) abi() abi.KubeletConfig {
 	if kc.ImageMaximumGCAge != nil {
 		out.ImageMaximumGCAge = kc.ImageMaximumGCAge.Duration.String()
 	}
-	return out
-}
-
-// secretKeys are keys whose values are credentials in provider and OS specs. Plugins never need them, so
-// they are dropped before a spec crosses into the sandbox.
-var secretKeys = map[string]bool{
-	"password": true, "secretAccessKey": true, "accessKeyID": true, "clientSecret": true, "token": true,
-	"serviceAccount": true, "rhelSubscriptionManagerPassword": true, "rhsmOfflineToken": true, "secretKeyRef": true,
-	"applicationCredentialSecret": true, "kubeconfig": true, "apiToken": true, "privateKey": true,
-}
-
-// redact removes credential fields (at any depth) from a JSON object.
-func redact(raw []byte) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil
-	}
-	var walk func(any) any
-	walk = func(v any) any {
-		switch t := v.(type) {
-		case map[string]any:
-			for k, c := range t {
-				if secretKeys[k] {
-					delete(t, k)
-					continue
-				}
-				t[k] = walk(c)
-			}
-		case []any:
-			for i, c := range t {
-				t[i] = walk(c)
-			}
-		}
-		return v
-	}
-	out, _ := json.Marshal(walk(v))
 	return out
 }

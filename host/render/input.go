@@ -60,10 +60,16 @@ func decode(in Input) (*machine, error) {
 
 	v := md.Spec.Template.Spec.Versions.Kubelet
 	if m.kubeletVersion, err = semver.NewVersion(v); err != nil {
-		return nil, unsupported(fmt.Errorf("spec.template.spec.versions.kubelet %q is not a version: %w", v, err))
+		return nil, invalid(fmt.Errorf("spec.template.spec.versions.kubelet %q is not a version: %w", v, err))
+	}
+	if err := checkKubeletVersion(m.kubeletVersion); err != nil {
+		return nil, invalid(err)
 	}
 	if m.kubelet, err = ParseKubeletConfig(md.Annotations); err != nil {
-		return nil, unsupported(err)
+		return nil, invalid(err)
+	}
+	if err := m.kubelet.validate(); err != nil {
+		return nil, invalid(fmt.Errorf("kubelet-config annotations (%s<Key>): %w", clusterv1alpha1.AnnotationKubeletConfigPrefix, err))
 	}
 	if m.os, err = parseOSConfigs(pc.OperatingSystem, pc.OperatingSystemSpec.Raw); err != nil {
 		return nil, unsupported(err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/containerd"
 	"github.com/osmhq/osm/host/nodeconfig"
@@ -35,14 +37,16 @@ type Output struct {
 	// Warnings are the plugins' warnings, to be shown as events.
 	Warnings []string
 
-	stages       map[abi.Stage]*abi.NodeConfig
-	plugin       Plugin
-	pipeline     []pipelineStep
-	context      abi.RenderContext
-	fromMachine  SecretValues
-	hostname     bool
-	distUpgrade  bool
-	machineState *machine
+	stages      map[abi.Stage]*abi.NodeConfig
+	plugin      Plugin
+	pipeline    []pipelineStep
+	context     abi.RenderContext
+	fromMachine SecretValues
+	hostname    bool
+	// machineDeployment is the MachineDeployment's name.
+	machineDeployment string
+	distUpgrade       bool
+	machineState      *machine
 }
 
 type crConfig struct {
@@ -70,15 +74,16 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		return nil, err
 	}
 	out := &Output{
-		stages:       map[abi.Stage]*abi.NodeConfig{},
-		plugin:       plugin,
-		pipeline:     pipeline,
-		Extensions:   appliedExtensions(in.Extensions),
-		context:      m.renderContext(cr),
-		fromMachine:  m.secretValues(),
-		hostname:     m.cloudProvider() != "aws",
-		distUpgrade:  m.os.distUpgradeOnBoot(),
-		machineState: m,
+		stages:            map[abi.Stage]*abi.NodeConfig{},
+		plugin:            plugin,
+		pipeline:          pipeline,
+		Extensions:        appliedExtensions(in.Extensions),
+		context:           m.renderContext(cr),
+		fromMachine:       m.secretValues(),
+		hostname:          m.cloudProvider() != "aws",
+		machineDeployment: in.MachineDeployment.Name,
+		distUpgrade:       m.os.distUpgradeOnBoot(),
+		machineState:      m,
 	}
 	data := m.templateData(cr.config)
 	osp := m.Profile
@@ -123,7 +128,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 	out.Spec = osmv1alpha1.OperatingSystemConfigSpec{
 		OSName:              osp.Spec.OSName,
 		OSVersion:           osp.Spec.OSVersion,
-		CloudProvider:       osmv1alpha1.CloudProviderSpec{Name: m.cloudProvider(), Spec: *m.provider.CloudProviderSpec.DeepCopy()},
+		CloudProvider:       osmv1alpha1.CloudProviderSpec{Name: m.cloudProvider(), Spec: runtime.RawExtension{Raw: ProviderSpec(m.provider.CloudProviderSpec.Raw)}},
 		BootstrapConfig:     ToOSC(out.stages[abi.StageBootstrap]),
 		ProvisioningConfig:  ToOSC(out.stages[abi.StageProvisioning]),
 		ProvisioningUtility: osmv1alpha1.ProvisioningUtility(m.utility),

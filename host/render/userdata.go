@@ -1,7 +1,10 @@
 package render
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -34,23 +37,25 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 	if secrets.CloudConfig == "" {
 		secrets.CloudConfig = o.fromMachine.CloudConfig
 	}
-	final := SubstituteSecrets(cfg, secrets)
-	hostname := ""
-	if stage == abi.StageBootstrap && o.hostname {
-		hostname = MachineNamePlaceholder
-		final.Files = append(final.Files, abi.PlainFile(MachineNameFile, 0o600, MachineNamePlaceholder))
-	}
+	hostname := o.hostnameFor(stage)
 
 	var data []byte
 	var err error
 	switch o.Utility() {
 	case abi.UtilityCloudInit:
-		data, err = cloudinit.Encode(final, cloudinit.Options{Hostname: hostname, PackageUpgrade: o.distUpgrade,
-			CoreOSUnits: o.Spec.OSName == osmv1alpha1.OperatingSystemFlatcar})
+		data, err = cloudinit.Encode(o.withMachineName(SubstituteSecrets(cfg, secrets), hostname), cloudinit.Options{Hostname: hostname,
+			PackageUpgrade: o.distUpgrade, CoreOSUnits: o.Spec.OSName == osmv1alpha1.OperatingSystemFlatcar})
 	case abi.UtilityIgnition:
-		data, err = ignition.Encode(final, ignition.Options{Hostname: hostname})
+		data, err = ignition.Encode(o.withMachineName(SubstituteSecrets(cfg, secrets), hostname), ignition.Options{Hostname: hostname})
 	default:
-		data, err = o.pluginEncode(ctx, stage, final)
+		// A plugin encodes the configuration with placeholders, like everything else it sees; the host
+		// substitutes in the encoded bytes.
+		if data, err = o.pluginEncode(ctx, stage, o.withMachineName(cfg, hostname)); err == nil {
+			data, err = substituteEncoded(data, cfg, secrets)
+		}
+	}
+	if re := (*Error)(nil); errors.As(err, &re) {
+		return nil, &Error{Reason: re.Reason, Err: fmt.Errorf("encoding the %s stage for %s: %w", stage, o.Utility(), err)}
 	}
 	if err != nil {
 		return nil, withReason(osmv1alpha1.ReasonRenderFailed, fmt.Errorf("encoding the %s stage for %s: %w", stage, o.Utility(), err))
@@ -60,6 +65,51 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 			fmt.Errorf("the bootstrap user-data is %d bytes, more than the %d bytes providers accept; move files from spec.bootstrapConfig to spec.provisioningConfig", len(data), BootstrapSizeLimit))
 	}
 	return data, nil
+}
+
+// hostnameFor is the hostname a stage sets: machine-controller's placeholder for the machine's name, which it
+// replaces when it creates the VM. It never creates edge machines (they are brought up by hand from the
+// user-data), so nothing would replace it there; as upstream OSM does, edge machines' cloud-config is named
+// after the MachineDeployment instead.
+func (o *Output) hostnameFor(stage abi.Stage) string {
+	if stage != abi.StageBootstrap || !o.hostname {
+		return ""
+	}
+	if o.Spec.CloudProvider.Name == CloudProviderEdge && o.Utility() == abi.UtilityCloudInit {
+		return o.machineDeployment
+	}
+	return MachineNamePlaceholder
+}
+
+// CloudProviderEdge is machine-controller's provider for machines it does not create.
+const CloudProviderEdge = "edge"
+
+// withMachineName adds the file holding the machine's name to a bootstrap stage that sets the hostname.
+func (o *Output) withMachineName(cfg *abi.NodeConfig, hostname string) *abi.NodeConfig {
+	if hostname == "" {
+		return cfg
+	}
+	out := *cfg
+	out.Files = append(append([]abi.File(nil), cfg.Files...), abi.PlainFile(MachineNameFile, 0o600, hostname))
+	return &out
+}
+
+// substituteEncoded puts the credentials into a plugin's encoded user-data. Every placeholder the configuration
+// contains must appear verbatim in the output: an encoder that transformed one (base64, compression,
+// escaping) would need the real value to do so, and plugins never get real values.
+func substituteEncoded(data []byte, cfg *abi.NodeConfig, secrets SecretValues) ([]byte, error) {
+	in, err := json.Marshal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range []string{Placeholders.BootstrapToken, Placeholders.ProvisioningToken, Placeholders.CloudConfig,
+		Placeholders.RegistryAuth, Placeholders.RHSubscriptionPassword} {
+		if bytes.Contains(in, []byte(p)) && !bytes.Contains(data, []byte(p)) {
+			return nil, withReason(osmv1alpha1.ReasonPluginFailed, fmt.Errorf(
+				"the plugin's encoder dropped or transformed the credential placeholder %s; encoders must copy placeholders verbatim, the host substitutes them after encoding", p))
+		}
+	}
+	return []byte(secrets.replacer().Replace(string(data))), nil
 }
 
 func (o *Output) pluginEncode(ctx context.Context, stage abi.Stage, cfg *abi.NodeConfig) ([]byte, error) {

@@ -42,4 +42,17 @@ const (
 	ReasonRenderFailed = "RenderFailed"
 	// ReasonWriteFailed means writing an object to the API server failed.
 	ReasonWriteFailed = "WriteFailed"
+	// ReasonSecretNameConflict means a user-data Secret the MachineDeployment needs exists and belongs to another
+	// MachineDeployment. machine-controller's names ("<md>-<namespace>-bootstrap-config") are the same for
+	// c/a-b and b-c/a; the first to render keeps them, the other gets this reason, an event naming the owner,
+	// and no Secret and no node credential until the owner is gone.
+	ReasonSecretNameConflict = "SecretNameConflict"
+	// ReasonNameConflict means another object OSM needs for the MachineDeployment (a ServiceAccount, Role,
+	// RoleBinding or Secret under a name OSM chose) exists and is not marked as the MachineDeployment's; it is
+	// neither reused nor overwritten.
+	ReasonNameConflict = "NameConflict"
+	// ReasonInvalidMachineDeployment means a MachineDeployment field OSM renders from has a value no node could
+	// use: a kubelet version that is not a version or outside the supported range, a percentage outside 0-100,
+	// a quantity that does not parse. The message names the field.
+	ReasonInvalidMachineDeployment = "InvalidMachineDeployment"
 )

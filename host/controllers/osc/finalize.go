@@ -30,7 +30,5 @@ func (r *Reconciler) finalize(ctx context.Context, md *clusterv1alpha1.MachineDe
 	if err := r.Issuer.Revoke(ctx, md); err != nil {
 		return err
 	}
-	patch := client.MergeFrom(md.DeepCopy())
-	controllerutil.RemoveFinalizer(md, Finalizer)
-	return client.IgnoreNotFound(r.Worker.Patch(ctx, md, patch))
+	return client.IgnoreNotFound(r.patchFinalizers(ctx, md, controllerutil.RemoveFinalizer))
 }

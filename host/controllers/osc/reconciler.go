@@ -79,12 +79,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = logr.NewContext(ctx, log)
 
 	if !md.DeletionTimestamp.IsZero() || md.Annotations[clusterv1alpha1.AnnotationOSP] == "" {
-		return ctrl.Result{}, r.finalize(ctx, md)
+		err := r.finalize(ctx, md)
+		if apierrors.IsConflict(err) {
+			// Our cache was behind another writer of the MachineDeployment; the next attempt reads it again.
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	if md.Annotations[clusterv1alpha1.AnnotationRevision] == "" {
+		// machine-controller gives a new MachineDeployment its first revision right after creating it, and
+		// waits for user-data of that revision. Rendering before would write every Secret twice (revision ""
+		// and then "1"); the annotation change brings the MachineDeployment back here.
+		log.V(1).Info("waiting for machine-controller to set the revision", "annotation", clusterv1alpha1.AnnotationRevision)
+		return ctrl.Result{}, nil
 	}
 	if !controllerutil.ContainsFinalizer(md, Finalizer) {
-		patch := client.MergeFrom(md.DeepCopy())
-		controllerutil.AddFinalizer(md, Finalizer)
-		if err := r.Worker.Patch(ctx, md, patch); err != nil {
+		if err := r.patchFinalizers(ctx, md, controllerutil.AddFinalizer); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+			}
 			return ctrl.Result{}, err
 		}
 	}
@@ -132,3 +145,12 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, err
 }
 
 var _ = prometheus.Labels{}
+
+// patchFinalizers adds or removes our finalizer. The list is written whole, so the patch carries the
+// resourceVersion it was computed from: read from a cache that had not yet seen another controller's finalizer,
+// it fails with a conflict instead of dropping that finalizer, and the next attempt reads again.
+func (r *Reconciler) patchFinalizers(ctx context.Context, md *clusterv1alpha1.MachineDeployment, change func(client.Object, string) bool) error {
+	patch := client.MergeFromWithOptions(md.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	change(md, Finalizer)
+	return r.Worker.Patch(ctx, md, patch)
+}

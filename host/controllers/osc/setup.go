@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,11 +24,16 @@ import (
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/render"
 )
 
 // IndexProfile indexes MachineDeployments by the "<namespace>/<name>" of the profile they name, so a profile
 // change finds its MachineDeployments without listing all of them.
 const IndexProfile = "osm.k8c.io/profile"
+
+// IndexUserDataSecret indexes MachineDeployments by the names of their user-data Secrets. Those names can be
+// shared (c/a-b and b-c/a); when one owner's Secret is deleted, the others waiting for the name are found here.
+const IndexUserDataSecret = "osm.k8c.io/user-data-secret"
 
 // SetupWithManager registers the controller. mgr is the management cluster (profiles, OSCs); worker is the
 // cluster of MachineDeployments and Secrets, which may be mgr itself.
@@ -42,6 +49,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 		return []string{k.Namespace + "/" + k.Name}
 	}); err != nil {
 		return fmt.Errorf("indexing MachineDeployments by profile: %w", err)
+	}
+
+	if err := worker.GetFieldIndexer().IndexField(ctx, &clusterv1alpha1.MachineDeployment{}, IndexUserDataSecret, func(o client.Object) []string {
+		md := o.(*clusterv1alpha1.MachineDeployment)
+		return []string{render.BootstrapSecretName(md), render.ProvisioningSecretName(md)}
+	}); err != nil {
+		return fmt.Errorf("indexing MachineDeployments by user-data Secret: %w", err)
 	}
 
 	managed := predicate.NewPredicateFuncs(func(o client.Object) bool {
@@ -70,7 +84,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 		Watches(&osmv1alpha1.OperatingSystemConfig{}, handler.EnqueueRequestsFromMapFunc(owner),
 			builder.WithPredicates(deletedOrSpecChanged())).
 		WatchesRawSource(source.Kind(worker.GetCache(), &corev1.Secret{},
-			handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, s *corev1.Secret) []reconcile.Request { return owner(ctx, s) }),
+			r.secretHandler(worker.GetClient()),
 			predicate.TypedFuncs[*corev1.Secret]{
 				CreateFunc: func(event.TypedCreateEvent[*corev1.Secret]) bool { return false },
 				UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Secret]) bool {
@@ -108,11 +122,37 @@ func (r *Reconciler) machinesOfProfile(c client.Reader) handler.MapFunc {
 	}
 }
 
-// owner maps an object OSM created to its MachineDeployment through the labels.
+// secretHandler enqueues a user-data Secret's owner when the Secret changes or goes away. When it goes away it
+// also enqueues every MachineDeployment whose Secret has that name: one that was refused the name
+// (SecretNameConflict) takes it over now instead of at its next retry.
+func (r *Reconciler) secretHandler(c client.Reader) handler.TypedEventHandler[*corev1.Secret, reconcile.Request] {
+	add := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+		for _, req := range reqs {
+			q.Add(req)
+		}
+	}
+	return handler.TypedFuncs[*corev1.Secret, reconcile.Request]{
+		UpdateFunc: func(ctx context.Context, e event.TypedUpdateEvent[*corev1.Secret], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, owner(ctx, e.ObjectNew))
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*corev1.Secret], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(q, owner(ctx, e.Object))
+			list := &clusterv1alpha1.MachineDeploymentList{}
+			if err := c.List(ctx, list, client.MatchingFields{IndexUserDataSecret: e.Object.Name}); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "listing the MachineDeployments of a Secret name", "secret", e.Object.Name)
+				return
+			}
+			for _, md := range list.Items {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: md.Namespace, Name: md.Name}})
+			}
+		},
+	}
+}
+
+// owner maps an object OSM created to its MachineDeployment through its ownership annotation.
 func owner(_ context.Context, o client.Object) []reconcile.Request {
-	l := o.GetLabels()
-	name, ns := l[credentials.LabelMDName], l[credentials.LabelMDNamespace]
-	if name == "" || ns == "" {
+	ns, name, ok := strings.Cut(credentials.Owner(o), "/")
+	if !ok || ns == "" || name == "" {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}}}

@@ -32,7 +32,7 @@ type state struct {
 	output *render.Output
 	// done is set when everything is already up to date: no render, no write.
 	done bool
-	// wrote lists what this reconcile changed, for the event.
+	// wrote lists what this reconcile changed, for the log.
 	wrote []string
 	// renderTook is the time spent rendering and encoding (templates, plugin, encoders), without API calls.
 	renderTook time.Duration

@@ -18,14 +18,9 @@ import (
 	"github.com/osmhq/osm/host/render"
 )
 
-// Event reasons on MachineDeployments.
-const (
-	EventRendered = "OperatingSystemConfigRendered"
-)
-
-// report writes the outcome of a reconcile where operators look: the OSC's status conditions and an event on the
-// MachineDeployment. A MachineDeployment that never rendered still gets an OSC, with an empty spec and a
-// condition saying why, so `kubectl get osc` shows every MachineDeployment OSM manages.
+// report writes the outcome of a reconcile where operators look: the OSC's status conditions and, for a
+// failure, an event on the MachineDeployment. A MachineDeployment that never rendered still gets an OSC, with
+// an empty spec and a condition saying why, so `kubectl get osc` shows every MachineDeployment OSM manages.
 func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) error {
 	if st.done && reconcileErr == nil && st.osc != nil && readyAndCurrent(st.osc) {
 		return nil
@@ -76,7 +71,9 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 		setCondition(status, osc.Generation, osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded,
 			"user-data for revision "+status.MachineDeploymentRevision+" is ready")
 		if len(st.wrote) > 0 {
-			r.Recorder.Event(st.md, corev1.EventTypeNormal, EventRendered, "wrote "+strings.Join(st.wrote, ", "))
+			// A log line, not an event: an event is one more API write per render, and the OSC's status
+			// already says the user-data is ready. Failures and plugin warnings are events.
+			logr.FromContextOrDiscard(ctx).Info("wrote user-data", "revision", status.MachineDeploymentRevision, "objects", st.wrote)
 		}
 		if st.output != nil {
 			for _, w := range st.output.Warnings {
@@ -110,9 +107,10 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, st *state) error {
 		spec.CloudProvider.Name = pc.CloudProvider
 	}
 	osc := &osmv1alpha1.OperatingSystemConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md), Labels: credentials.Labels(st.md)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)},
 		Spec:       spec,
 	}
+	credentials.Mark(st.md, osc)
 	if err := r.Mgmt.Create(ctx, osc); err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s to report status: %w", osc.Name, err)
 	}

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,32 +61,70 @@ func (r *Reconciler) pluginDigest(ctx context.Context, osp *osmv1alpha1.Operatin
 	return p.Identity().Digest
 }
 
-// loadCurrent reads what was written for the MachineDeployment before.
+// loadCurrent reads what was written for the MachineDeployment before, and refuses to go on when any of it
+// belongs to another MachineDeployment (see conflict).
 func (r *Reconciler) loadCurrent(ctx context.Context, st *state) error {
 	osc := &osmv1alpha1.OperatingSystemConfig{}
 	switch err := r.Mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); {
 	case err == nil:
+		if !credentials.Owns(st.md, osc) {
+			return stall(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
+				Name: osc.Namespace + "/" + osc.Name, Owner: credentials.Owner(osc)})
+		}
 		st.osc = osc
 	case !apierrors.IsNotFound(err):
 		return err
 	}
 	for _, s := range []struct {
-		name string
-		into **corev1.Secret
+		name     string
+		into     **corev1.Secret
+		contract bool
 	}{
-		{render.BootstrapSecretName(st.md), &st.bootstrap},
-		{render.ProvisioningSecretName(st.md), &st.provisioning},
-		{render.KubeletBootstrapSecretName(st.md), &st.kubeletBoot},
+		{render.BootstrapSecretName(st.md), &st.bootstrap, true},
+		{render.ProvisioningSecretName(st.md), &st.provisioning, true},
+		{render.KubeletBootstrapSecretName(st.md), &st.kubeletBoot, false},
 	} {
 		secret := &corev1.Secret{}
 		switch err := r.Worker.Get(ctx, client.ObjectKey{Namespace: r.Settings.CloudInitSettingsNamespace, Name: s.name}, secret); {
 		case err == nil:
+			if !credentials.Owns(st.md, secret) {
+				return r.conflict(ctx, st, secret, s.contract)
+			}
 			*s.into = secret
 		case !apierrors.IsNotFound(err):
 			return err
 		}
 	}
 	return nil
+}
+
+// conflict handles a Secret OSM needs for st.md that belongs to another MachineDeployment. machine-controller's
+// Secret names cannot tell c/a-b from b-c/a, so the MachineDeployment that wrote them first keeps them; this
+// one writes nothing and holds no node credential: a credential of its own would be allowed to read the
+// other's provisioning Secret, which has the very name its Role grants. Credentials it was issued while it
+// owned the Secrets are revoked once, when the conflict is first reported. The owner's Secrets going away
+// brings it back (see secretHandler); the retry after a pause covers an event missed across a restart.
+func (r *Reconciler) conflict(ctx context.Context, st *state, secret *corev1.Secret, contract bool) error {
+	reason := osmv1alpha1.ReasonNameConflict
+	if contract {
+		reason = osmv1alpha1.ReasonSecretNameConflict
+	}
+	if !reporting(st.osc, reason) {
+		if err := r.Issuer.Revoke(ctx, st.md); err != nil {
+			return err
+		}
+	}
+	err := &credentials.ConflictError{Kind: "Secret", Name: secret.Namespace + "/" + secret.Name, Owner: credentials.Owner(secret)}
+	return &stallingError{reason: reason, err: err, retryAfter: r.StalledRetry}
+}
+
+// reporting reports whether osc's Ready condition already gives reason.
+func reporting(osc *osmv1alpha1.OperatingSystemConfig, reason string) bool {
+	if osc == nil {
+		return false
+	}
+	c := meta.FindStatusCondition(osc.Status.Conditions, osmv1alpha1.ConditionReady)
+	return c != nil && c.Reason == reason
 }
 
 // issueCredentials makes sure the MachineDeployment has a valid provisioning token and bootstrap token,
@@ -104,12 +144,22 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 	}
 	var err error
 	if st.provisioningToken, err = r.Issuer.ProvisioningToken(ctx, st.md, current); err != nil {
-		return err
+		return r.credentialFailure(err)
 	}
 	if st.bootstrapToken, err = r.Issuer.BootstrapToken(ctx, st.md); err != nil {
-		return err
+		return r.credentialFailure(err)
 	}
 	return nil
+}
+
+// credentialFailure stalls on an object that is in the way (someone else's under the name OSM chose), which
+// retrying soon will not fix; other failures are retried.
+func (r *Reconciler) credentialFailure(err error) error {
+	var conflict *credentials.ConflictError
+	if errors.As(err, &conflict) {
+		return &stallingError{reason: osmv1alpha1.ReasonNameConflict, err: err, retryAfter: r.StalledRetry}
+	}
+	return err
 }
 
 // upToDate reports whether everything written carries the current render hash and credentials.
@@ -202,10 +252,10 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 		}
 	}
 	osc := &osmv1alpha1.OperatingSystemConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md),
-			Labels: credentials.Labels(st.md), Annotations: r.annotations(st)},
-		Spec: st.output.Spec,
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md), Annotations: r.annotations(st)},
+		Spec:       st.output.Spec,
 	}
+	credentials.Mark(st.md, osc)
 	if err := r.Mgmt.Create(ctx, osc); err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s: %w", osc.Name, err)
 	}
@@ -268,28 +318,24 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1.Secret, name string, data map[string][]byte, ann map[string]string) error {
 	if current == nil {
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.CloudInitSettingsNamespace, Name: name, Labels: credentials.Labels(st.md), Annotations: ann},
+			ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.CloudInitSettingsNamespace, Name: name, Annotations: copyMap(ann)},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       data,
 		}
+		credentials.Mark(st.md, s)
 		if err := r.Worker.Create(ctx, s); err != nil {
 			return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, name, err)
 		}
 		st.wrote = append(st.wrote, "Secret "+name)
 		return nil
 	}
-	if equalData(current.Data, data) && containsAll(current.Annotations, ann) {
+	if equalData(current.Data, data) && containsAll(current.Annotations, ann) && credentials.Marked(st.md, current) {
 		return nil
 	}
 	updated := current.DeepCopy()
 	updated.Data = data
-	if updated.Annotations == nil {
-		updated.Annotations = map[string]string{}
-	}
-	for k, v := range ann {
-		updated.Annotations[k] = v
-	}
-	updated.Labels = mergeMaps(updated.Labels, credentials.Labels(st.md))
+	updated.Annotations = mergeMaps(updated.Annotations, ann)
+	credentials.Mark(st.md, updated)
 	if err := r.Worker.Update(ctx, updated); err != nil {
 		return fmt.Errorf("updating Secret %s/%s: %w", current.Namespace, name, err)
 	}

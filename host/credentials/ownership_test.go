@@ -1,0 +1,66 @@
+package credentials
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	apitypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	"github.com/osmhq/osm/host/scheme"
+)
+
+// TestCredentialsAreNeverTakenFromOthers: a bootstrap token id or a ServiceAccount/Role name that is taken by
+// an object not marked as the MachineDeployment's is skipped (token ids) or refused (names), never reused.
+func TestCredentialsAreNeverTakenFromOthers(t *testing.T) {
+	ctx := context.Background()
+	md := &clusterv1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "c", Name: "a-b", UID: apitypes.UID("uid-1")}}
+	other := &clusterv1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "b-c", Name: "a", UID: apitypes.UID("uid-2")}}
+
+	// Candidate 0 belongs to another MachineDeployment, candidate 1 to nobody OSM knows (a kubeadm token).
+	taken := []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: bootstrapTokenNamespace, Name: "bootstrap-token-" + bootstrapTokenID(md, 0),
+			Labels: Labels(other), Annotations: Annotations(other)}, Type: bootstrapTokenType,
+			Data: map[string][]byte{"token-id": []byte(bootstrapTokenID(md, 0)), "token-secret": []byte("theirs0000000000")}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: bootstrapTokenNamespace, Name: "bootstrap-token-" + bootstrapTokenID(md, 1)}, Type: bootstrapTokenType,
+			Data: map[string][]byte{"token-id": []byte(bootstrapTokenID(md, 1)), "token-secret": []byte("kubeadm000000000")}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(taken[0], taken[1]).Build()
+	iss := &Issuer{Client: c, Namespace: "cloud-init-settings"}
+	tok, err := iss.BootstrapToken(ctx, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(tok.Value, bootstrapTokenID(md, 2)+".") {
+		t.Errorf("token %s, want the third candidate id %s", tok.Value, bootstrapTokenID(md, 2))
+	}
+	again, err := iss.BootstrapToken(ctx, md)
+	if err != nil || again.Value != tok.Value {
+		t.Errorf("the token is not found again: %v %v", again, err)
+	}
+
+	// A Role under the name OSM chose for md, not marked as md's: refused, naming why.
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "cloud-init-settings", Name: ProvisioningReaderName(md)}}
+	c = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(role).Build()
+	iss = &Issuer{Client: c, Namespace: "cloud-init-settings"}
+	_, err = iss.ProvisioningToken(ctx, md, Token{})
+	if err == nil || !strings.Contains(err.Error(), "was not created by OSM") {
+		t.Fatalf("want the foreign Role refused, got %v", err)
+	}
+
+	// Revoking one MachineDeployment leaves the other's token.
+	c = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(taken[0]).Build()
+	iss = &Issuer{Client: c, Namespace: "cloud-init-settings"}
+	if err := iss.Revoke(ctx, md); err != nil {
+		t.Fatal(err)
+	}
+	left := &corev1.SecretList{}
+	if err := c.List(ctx, left); err != nil || len(left.Items) != 1 {
+		t.Errorf("after revoking c/a-b: %d token Secrets left, want b-c/a's (%v)", len(left.Items), err)
+	}
+}
