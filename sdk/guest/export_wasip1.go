@@ -12,7 +12,7 @@ import (
 
 // The ABI exports. Each returns 0 on success and 1 after setting the Extism error, which is how the host tells
 // a plugin error from a trap. They live in this package, not in the author's main, so that every plugin
-// speaks the ABI the same way. The fast path (fast_wasip1.go) runs the same code.
+// speaks the ABI the same way.
 
 //go:wasmexport osm_metadata
 func osmMetadata() int32 { return serve(abi.ExportMetadata, false) }

@@ -64,33 +64,16 @@ func BenchmarkRestartReady(b *testing.B) {
 	}
 }
 
-// BenchmarkInstance is a render on a fresh instance every time (no idle pool): instantiation, the Go
-// runtime's start-up in the guest, and the call.
-func BenchmarkInstance(b *testing.B) {
-	rt := newRuntime(b, runtime.Config{MaxIdleInstances: -1})
-	m := load(b, rt, "healthy")
-	req := benchRequest()
-	for b.Loop() {
-		if _, err := m.Render(context.Background(), req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkRender is one render on a warm pooled instance, the steady state of the controller, for a small
-// request (one file, ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB), on the fast path
-// (SPEC.md §8, the default) and on the standard Extism path, where guest time scales steeply with the request:
-// Extism moves input and output eight bytes per host call, and wazero's interruptible mode (needed for the
-// timeout) leaves the machine code on every guest loop iteration.
+// BenchmarkRender is one render, the steady state of the controller: a fresh instance (instantiation, the Go
+// runtime's start-up in the guest), the call and the instance's release, for a small request (one file,
+// ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB).
 func BenchmarkRender(b *testing.B) {
 	m := load(b, newRuntime(b, runtime.Config{}), "healthy")
-	std := load(b, newRuntime(b, runtime.Config{DisableFastPath: true}), "healthy")
 	for _, bc := range []struct {
 		name string
 		m    *runtime.Module
 		req  *abi.RenderRequest
-	}{{"small", m, renderRequest()}, {"realistic", m, benchRequest()},
-		{"standard-path/small", std, renderRequest()}, {"standard-path/realistic", std, benchRequest()}} {
+	}{{"small", m, renderRequest()}, {"realistic", m, benchRequest()}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var lat []time.Duration
 			for b.Loop() {
