@@ -47,6 +47,8 @@ type Module struct {
 	Globals int
 	// Start, when set, is the index (imports first) of the start function.
 	Start *uint32
+	// Data, when set, is copied into memory 0 at address 0.
+	Data []byte
 }
 
 // Bytes assembles the module.
@@ -102,7 +104,11 @@ func (m Module) Bytes() []byte {
 		out = append(append(out, 8), U32(uint32(len(U32(*m.Start))))...)
 		out = append(out, U32(*m.Start)...)
 	}
-	return Section(out, 10, codes...)
+	out = Section(out, 10, codes...)
+	if len(m.Data) > 0 {
+		out = Section(out, 11, append(append([]byte{0x00, 0x41, 0x00, 0x0b}, U32(uint32(len(m.Data)))...), m.Data...))
+	}
+	return out
 }
 
 // Section appends a section holding a vector of items.
@@ -135,3 +141,21 @@ func Nested(n int) []byte {
 
 // Name encodes a name.
 func Name(s string) []byte { return append(U32(uint32(len(s))), s...) }
+
+// I32ConstS is `i32.const v` for any v.
+func I32ConstS(v int32) []byte { return append([]byte{0x41}, sleb(int64(v))...) }
+
+// I64Const is `i64.const v`.
+func I64Const(v int64) []byte { return append([]byte{0x42}, sleb(v)...) }
+
+func sleb(v int64) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
