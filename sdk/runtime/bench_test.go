@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"os"
+	goruntime "runtime"
 	"slices"
 	"testing"
 	"time"
@@ -86,6 +88,49 @@ func BenchmarkRender(b *testing.B) {
 			reportPercentiles(b, lat)
 		})
 	}
+}
+
+// BenchmarkModuleMemory is what a loaded module costs the process (compiled code, metadata) and what is left
+// after renders (every instance is closed with its call): resident memory growth per module, in MiB.
+func BenchmarkModuleMemory(b *testing.B) {
+	wasm := testPlugin(b, "healthy")
+	dir := b.TempDir()
+	for b.Loop() {
+		goruntime.GC()
+		before := rssBytes(b)
+		rt, err := runtime.New(runtime.Config{CacheDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := rt.Load(context.Background(), "healthy", wasm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		goruntime.GC()
+		loaded := rssBytes(b)
+		for range 20 {
+			if _, err := m.Render(context.Background(), benchRequest()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		goruntime.GC()
+		rendered := rssBytes(b)
+		b.ReportMetric(float64(loaded-before)/(1<<20), "loaded-MiB")
+		b.ReportMetric(float64(rendered-before)/(1<<20), "after-renders-MiB")
+		rt.Close(context.Background())
+	}
+}
+
+func rssBytes(b *testing.B) int64 {
+	f, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(f), &size, &resident); err != nil {
+		b.Fatal(err)
+	}
+	return resident * int64(os.Getpagesize())
 }
 
 // BenchmarkRenderParallel measures render throughput with one goroutine per core.

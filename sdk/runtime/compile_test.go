@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,6 +90,9 @@ func TestSlowCompileLeavesALane(t *testing.T) {
 		}
 	}}})
 	slow := wasmtest.Module{Funcs: []wasmtest.Func{sequentialIfs(4_900), sequentialIfs(4_900)}}.Bytes()
+	// A custom section unique to this run keeps the module out of the shared disk cache of compiled code.
+	nonce := append(wasmtest.Name("nonce"), strconv.FormatInt(time.Now().UnixNano(), 10)...)
+	slow = append(append(append(slow, 0), wasmtest.U32(uint32(len(nonce)))...), nonce...)
 	slowDigest = runtime.Digest(slow)
 	slowErr := make(chan error, 1)
 	go func() {
