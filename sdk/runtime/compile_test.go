@@ -82,6 +82,8 @@ func TestRealCommandModuleRefused(t *testing.T) {
 // TestSlowCompileLeavesALane: a module within the limits but slow to compile (seconds) holds one compile lane;
 // another plugin still loads meanwhile.
 func TestSlowCompileLeavesALane(t *testing.T) {
+	// Warm the disk cache, so that the healthy load below is quick and only the lane is in question.
+	load(t, newRuntime(t, runtime.Config{}), "healthy")
 	slowDone := make(chan struct{})
 	var slowDigest string
 	rt := newRuntime(t, runtime.Config{Hooks: runtime.Hooks{Compiled: func(e runtime.CompileEvent) {
