@@ -121,7 +121,7 @@ func TestOutputAndInputLimits(t *testing.T) {
 	}
 
 	big := renderRequest()
-	big.Input.Files = append(big.Input.Files, abi.PlainFile("/etc/big", 644, strings.Repeat("x", 100<<10)))
+	big.Input.Files = append(big.Input.Files, abi.PlainFile("/etc/big", 0o644, strings.Repeat("x", 100<<10)))
 	_, err = m.Render(ctx, big)
 	checkError(t, "100 KiB request", err, runtime.ReasonInvalidInput, "osm_render: request of", "exceeds the limit of 65536 bytes")
 }

@@ -50,11 +50,11 @@ func (plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	if tok := req.Context.Secrets.BootstrapToken; tok != "" {
 		cfg.SetFile(abi.PlainFile("/etc/osm/token", 0o600, tok))
 	}
-	cfg.SetFile(abi.PlainFile("/etc/osm/instance", 600, fmt.Sprintf("renders=%d previous=%q", renders, previous)))
+	cfg.SetFile(abi.PlainFile("/etc/osm/instance", 0o600, fmt.Sprintf("renders=%d previous=%q", renders, previous)))
 	renders++
 	previous = req.Context.MachineDeployment.Name
 	if n, err := strconv.Atoi(req.Config["outputBytes"]); err == nil {
-		cfg.SetFile(abi.PlainFile("/etc/osm/big", 600, strings.Repeat("x", n)))
+		cfg.SetFile(abi.PlainFile("/etc/osm/big", 0o600, strings.Repeat("x", n)))
 	}
 	return &abi.RenderResponse{Config: cfg}, nil
 }
