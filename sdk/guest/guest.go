@@ -7,9 +7,9 @@
 //	func main() {}
 //
 // Built with `GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared`, this package exports the ABI v1 functions
-// (osm_metadata, osm_render, osm_validate, osm_encode) through the Extism PDK, and the optional fast I/O path
-// of SPEC.md §8 (osm_v1_alloc, osm_v1_call), which OSM's host uses instead: both run the same code. A c-shared
-// module runs package initialisers but never main.main, which is why registration belongs in init.
+// (osm_metadata, osm_render, osm_validate, osm_encode) through the Extism PDK. A c-shared module runs package
+// initialisers but never main.main, which is why registration belongs in init; the host refuses a module
+// built without -buildmode=c-shared.
 //
 // Built natively, the same package offers Call, CallMetadata, CallValidate and CallEncode, which push values
 // through exactly the JSON round trip and checks of the wasm path, so `go test` on the plugin package catches

@@ -15,13 +15,6 @@ import (
 // plugin becomes an error starting with "plugin panicked:" (and the stack goes to stderr, which the host
 // captures into its log), so a bug in one render fails that render instead of the module.
 func Invoke(p Plugin, export string, input []byte) (out []byte, err error) {
-	return invoke(p, export, input, nil)
-}
-
-// invoke is Invoke encoding the output into buf's storage (from its start) when buf is not nil, so that the
-// wasm exports reuse one output buffer instead of allocating and regrowing one per call: in the sandbox
-// allocation and garbage collection are a good part of a render's time.
-func invoke(p Plugin, export string, input, buf []byte) (out []byte, err error) {
 	if p == nil {
 		return nil, errors.New("no plugin registered: call guest.Register from an init function of package main")
 	}
@@ -38,7 +31,7 @@ func invoke(p Plugin, export string, input, buf []byte) (out []byte, err error) 
 			md.ABIVersion = abi.Version
 		}
 		md.Exports = Exports(p)
-		return encode(buf, md, 1024)
+		return encode(md, 1024)
 	case abi.ExportRender:
 		var req abi.RenderRequest
 		if err := decode("render request", input, &req, &req.ABIVersion); err != nil {
@@ -52,7 +45,7 @@ func invoke(p Plugin, export string, input, buf []byte) (out []byte, err error) 
 			return nil, errors.New("plugin bug: Render returned neither a response nor an error")
 		}
 		stamp(&resp.ABIVersion)
-		return encode(buf, resp, len(input)+len(input)/4)
+		return encode(resp, len(input)+len(input)/4)
 	case abi.ExportValidate:
 		v, ok := p.(Validator)
 		if !ok {
@@ -70,7 +63,7 @@ func invoke(p Plugin, export string, input, buf []byte) (out []byte, err error) 
 			resp = &abi.ValidateResponse{}
 		}
 		stamp(&resp.ABIVersion)
-		return encode(buf, resp, 1024)
+		return encode(resp, 1024)
 	case abi.ExportEncode:
 		e, ok := p.(Encoder)
 		if !ok {
@@ -88,19 +81,14 @@ func invoke(p Plugin, export string, input, buf []byte) (out []byte, err error) 
 			return nil, errors.New("plugin bug: Encode returned neither a response nor an error")
 		}
 		stamp(&resp.ABIVersion)
-		return encode(buf, resp, 1024)
+		return encode(resp, 1024)
 	default:
 		return nil, fmt.Errorf("unknown export %q", export)
 	}
 }
 
-// encode encodes v into buf's storage, or into a new buffer of the given size when buf is nil.
-func encode(buf []byte, v any, size int) ([]byte, error) {
-	if buf == nil {
-		return json.MarshalSize(v, size)
-	}
-	return json.AppendMarshal(buf[:0], v)
-}
+// encode encodes v into a buffer of the expected size, so that it is not regrown.
+func encode(v any, size int) ([]byte, error) { return json.MarshalSize(v, size) }
 
 // decode unmarshals a request envelope and checks its abiVersion. A host that speaks another major version must
 // not get a half-understood render.

@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime/debug"
 	"slices"
 	"testing"
 	"time"
@@ -64,33 +66,16 @@ func BenchmarkRestartReady(b *testing.B) {
 	}
 }
 
-// BenchmarkInstance is a render on a fresh instance every time (no idle pool): instantiation, the Go
-// runtime's start-up in the guest, and the call.
-func BenchmarkInstance(b *testing.B) {
-	rt := newRuntime(b, runtime.Config{MaxIdleInstances: -1})
-	m := load(b, rt, "healthy")
-	req := benchRequest()
-	for b.Loop() {
-		if _, err := m.Render(context.Background(), req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkRender is one render on a warm pooled instance, the steady state of the controller, for a small
-// request (one file, ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB), on the fast path
-// (SPEC.md §8, the default) and on the standard Extism path, where guest time scales steeply with the request:
-// Extism moves input and output eight bytes per host call, and wazero's interruptible mode (needed for the
-// timeout) leaves the machine code on every guest loop iteration.
+// BenchmarkRender is one render, the steady state of the controller: a fresh instance (instantiation, the Go
+// runtime's start-up in the guest), the call and the instance's release, for a small request (one file,
+// ~0.4 KB of JSON) and a realistic one (40 files and units, ~6.6 KB).
 func BenchmarkRender(b *testing.B) {
 	m := load(b, newRuntime(b, runtime.Config{}), "healthy")
-	std := load(b, newRuntime(b, runtime.Config{DisableFastPath: true}), "healthy")
 	for _, bc := range []struct {
 		name string
 		m    *runtime.Module
 		req  *abi.RenderRequest
-	}{{"small", m, renderRequest()}, {"realistic", m, benchRequest()},
-		{"standard-path/small", std, renderRequest()}, {"standard-path/realistic", std, benchRequest()}} {
+	}{{"small", m, renderRequest()}, {"realistic", m, benchRequest()}} {
 		b.Run(bc.name, func(b *testing.B) {
 			var lat []time.Duration
 			for b.Loop() {
@@ -103,6 +88,49 @@ func BenchmarkRender(b *testing.B) {
 			reportPercentiles(b, lat)
 		})
 	}
+}
+
+// BenchmarkModuleMemory is what a loaded module costs the process (compiled code, metadata) and what is left
+// after renders (every instance is closed with its call): resident memory growth per module, in MiB.
+func BenchmarkModuleMemory(b *testing.B) {
+	wasm := testPlugin(b, "healthy")
+	dir := b.TempDir()
+	for b.Loop() {
+		debug.FreeOSMemory() // return freed heap, so resident memory is what is live
+		before := rssBytes(b)
+		rt, err := runtime.New(runtime.Config{CacheDir: dir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m, err := rt.Load(context.Background(), "healthy", wasm)
+		if err != nil {
+			b.Fatal(err)
+		}
+		debug.FreeOSMemory() // return freed heap, so resident memory is what is live
+		loaded := rssBytes(b)
+		for range 20 {
+			if _, err := m.Render(context.Background(), benchRequest()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		debug.FreeOSMemory() // return freed heap, so resident memory is what is live
+		rendered := rssBytes(b)
+		b.ReportMetric(float64(loaded-before)/(1<<20), "loaded-MiB")
+		b.ReportMetric(float64(rendered-before)/(1<<20), "after-renders-MiB")
+		rt.Close(context.Background())
+	}
+}
+
+func rssBytes(b *testing.B) int64 {
+	f, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(f), &size, &resident); err != nil {
+		b.Fatal(err)
+	}
+	return resident * int64(os.Getpagesize())
 }
 
 // BenchmarkRenderParallel measures render throughput with one goroutine per core.

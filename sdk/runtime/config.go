@@ -2,57 +2,85 @@ package runtime
 
 import (
 	"fmt"
-	goruntime "runtime"
 	"time"
 )
 
 // Defaults for Config fields left zero. They are production values: plugintest loads plugins with them too, so
 // an author sees the limits the controller enforces.
 const (
-	DefaultMemoryLimit    = 256 << 20
-	DefaultTimeout        = 5 * time.Second
+	// DefaultMemoryLimit is more than ten times what the default OS plugins' renders use (5.5 MiB, guest and
+	// Extism kernel together, on a fresh instance) and leaves a Go guest room to reach its soft memory limit
+	// (48 MiB, set by the guest package) before the cap.
+	DefaultMemoryLimit = 64 << 20
+	DefaultTimeout     = 5 * time.Second
+	// DefaultMaxOutputBytes bounds the guest's stdout and stderr kept per call.
 	DefaultMaxOutputBytes = 64 << 10
-	// DefaultIdleMemoryLimit is well above a Go plugin's steady state (a few MiB of heap plus its binary).
-	DefaultIdleMemoryLimit = 64 << 20
+	// DefaultMaxRequestBytes and DefaultMaxResponseBytes bound a call's JSON input and output. A node's
+	// user-data must fit a 1 MiB Kubernetes Secret, so a larger render is useless anyway.
+	DefaultMaxRequestBytes  = 4 << 20
+	DefaultMaxResponseBytes = 4 << 20
+	// DefaultMemoryBudget lets five calls with the default limits (73 MiB each) run at once, so that a
+	// controller fits a 512 MiB pod even if every one of them used all its memory.
+	DefaultMemoryBudget = 384 << 20
+	// DefaultMaxModuleBytes is seven times the largest default plugin (4.5 MB).
+	DefaultMaxModuleBytes = 32 << 20
+	// DefaultCompileConcurrency: two compilations at once, so a slow one (a large hostile module within the
+	// limits of package wasmcheck takes seconds) leaves a lane for the others.
+	DefaultCompileConcurrency = 2
 )
 
 // wasmPageSize is the size of a WebAssembly memory page.
 const wasmPageSize = 64 << 10
+
+// ioSlack is room in the Extism kernel's memory beyond the request and response: the error message, the
+// kernel's own bookkeeping.
+const ioSlack = 1 << 20
 
 // Config sets the sandbox's limits and caches. The zero value is usable.
 type Config struct {
 	// MemoryLimit caps the linear memory of every instance, in bytes (rounded down to 64 KiB pages).
 	// Default DefaultMemoryLimit.
 	MemoryLimit uint64
-	// Timeout bounds every call, including the first call's language-runtime start-up. Interrupting guest code
-	// needs a check in every loop: on the fast path a fuel counter instrumented into the module (a few
-	// instructions per loop iteration and function entry, see package wasmbin), otherwise wazero's
-	// close-on-context-done mode, in which every loop back-edge exits to Go to check the module's state (~30 ns a
-	// loop iteration, ~1 µs a Go allocation in the guest). It is always on: a plugin must never be able to hold
-	// a controller worker forever. Default DefaultTimeout.
+	// Timeout bounds every call, from the instance's creation (which runs the module's start function) through
+	// the language runtime's start-up to the export's return. wazero's close-on-context-done mode enforces it:
+	// every loop back-edge and function entry of the guest checks the call's context, so no code of the
+	// module can avoid it. Default DefaultTimeout.
 	Timeout time.Duration
 	// CacheDir keeps compiled machine code on disk across restarts. Empty means memory only. The directory
 	// must be private to this process's user: wazero trusts what it finds there.
 	CacheDir string
-	// MaxIdleInstances is how many healthy instances a module keeps for reuse; negative keeps none.
-	// Default GOMAXPROCS.
+	// MaxIdleInstances is ignored: every call runs on a fresh instance (SPEC.md §6).
+	//
+	// Deprecated: kept so existing callers compile.
 	MaxIdleInstances int
-	// IdleMemoryLimit: an instance whose linear memory grew beyond this is closed after its call instead of
-	// kept idle, because a WebAssembly memory never shrinks. Default DefaultIdleMemoryLimit.
+	// IdleMemoryLimit is ignored: no instance outlives its call.
+	//
+	// Deprecated: kept so existing callers compile.
 	IdleMemoryLimit uint64
 	// MaxOutputBytes bounds the guest stdout and stderr kept per call. Default DefaultMaxOutputBytes.
 	MaxOutputBytes int
+	// MaxRequestBytes bounds a call's JSON input; a larger request fails with ReasonInvalidInput before the
+	// plugin runs. Default DefaultMaxRequestBytes.
+	MaxRequestBytes int
+	// MaxResponseBytes bounds a call's output. The output is built in the Extism kernel's memory, which is
+	// capped at MaxRequestBytes+MaxResponseBytes+1 MiB, so a plugin cannot even produce a larger one; the call
+	// fails with ReasonInvalidOutput, naming the limit, before anything is copied into the host. Default
+	// DefaultMaxResponseBytes.
+	MaxResponseBytes int
+	// MemoryBudget bounds the linear memory of all instances at once, across modules. Each call reserves its
+	// instance's worst case (MemoryLimit plus the kernel's MaxRequestBytes+MaxResponseBytes+1 MiB) before the
+	// instance is created and waits, within its context, while the budget is spent. Default
+	// DefaultMemoryBudget; it must hold at least one call.
+	MemoryBudget uint64
+	// MaxModuleBytes bounds the size of a module's binary. Default DefaultMaxModuleBytes.
+	MaxModuleBytes int
 	// CompileWorkers is how many goroutines compile one module's functions in parallel. Default 1: on an idle
 	// two-core machine two workers cut a cold compile from ~1.4 s to ~0.7 s, but on a busy one (other
 	// processes, CPU throttling) they were measured at up to 3 s, and cold compiles happen once per digest
 	// anyway when CacheDir is set.
 	CompileWorkers int
-	// DisableFastPath runs every module on the standard Extism path, even modules that export the fast I/O path
-	// of SPEC.md §8 (every plugin built with the guest package). The two paths give the same results; the fast
-	// one moves a render's request and response with one copy each instead of a host call per eight bytes and
-	// interrupts the guest with an instrumented counter instead of wazero's per-iteration exit to Go, which makes
-	// a realistic render three to four times faster. For tests and for comparing the paths.
-	DisableFastPath bool
+	// CompileConcurrency is how many modules compile at once. Default DefaultCompileConcurrency.
+	CompileConcurrency int
 	// Hooks receive metrics and guest output.
 	Hooks Hooks
 }
@@ -73,22 +101,44 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Timeout < 0 {
 		return c, fmt.Errorf("timeout %s is negative", c.Timeout)
 	}
-	if c.MaxIdleInstances == 0 {
-		c.MaxIdleInstances = goruntime.GOMAXPROCS(0)
-	}
-	if c.MaxIdleInstances < 0 {
-		c.MaxIdleInstances = 0
-	}
 	if c.CompileWorkers <= 0 {
 		c.CompileWorkers = 1
 	}
-	if c.IdleMemoryLimit == 0 {
-		c.IdleMemoryLimit = DefaultIdleMemoryLimit
+	if c.CompileConcurrency <= 0 {
+		c.CompileConcurrency = DefaultCompileConcurrency
 	}
 	if c.MaxOutputBytes <= 0 {
 		c.MaxOutputBytes = DefaultMaxOutputBytes
+	}
+	if c.MaxRequestBytes <= 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxResponseBytes <= 0 {
+		c.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if c.MaxModuleBytes <= 0 {
+		c.MaxModuleBytes = DefaultMaxModuleBytes
+	}
+	if c.ioMemory() > 1<<31 {
+		return c, fmt.Errorf("request and response limits (%d and %d bytes) exceed 2 GiB", c.MaxRequestBytes, c.MaxResponseBytes)
+	}
+	if c.MemoryBudget == 0 {
+		c.MemoryBudget = max(DefaultMemoryBudget, c.callMemory())
+	}
+	if c.MemoryBudget < c.callMemory() {
+		return c, fmt.Errorf("memory budget %d MiB holds not even one call (memory limit %d MiB plus %d MiB for input and output)",
+			c.MemoryBudget>>20, c.MemoryLimit>>20, c.ioMemory()>>20)
 	}
 	return c, nil
 }
 
 func (c Config) memoryPages() uint32 { return uint32(c.MemoryLimit / wasmPageSize) }
+
+// ioMemory is the cap on the Extism kernel's memory, which holds a call's input, output and error.
+func (c Config) ioMemory() uint64 {
+	n := uint64(c.MaxRequestBytes) + uint64(c.MaxResponseBytes) + ioSlack
+	return (n + wasmPageSize - 1) / wasmPageSize * wasmPageSize
+}
+
+// callMemory is the most linear memory one call's instance can hold: the guest's and the kernel's.
+func (c Config) callMemory() uint64 { return c.MemoryLimit + c.ioMemory() }

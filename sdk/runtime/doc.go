@@ -1,19 +1,23 @@
-// Package runtime is the sandbox OSM runs plugins in: it compiles WebAssembly modules with wazero, reads and
-// checks their metadata, and calls their ABI v1 exports under a memory cap and a per-call timeout, with no
-// network, no file system, a fake clock and deterministic randomness.
+// Package runtime is the sandbox OSM runs plugins in: it checks WebAssembly modules, compiles them with wazero
+// through the Extism host SDK, reads and checks their metadata, and calls their ABI v1 exports under a memory
+// cap and a per-call timeout, with no network, no file system, a fake clock and deterministic randomness.
 //
-// Modules that export the fast I/O path of SPEC.md §8 (every plugin built with the guest package) run directly
-// on wazero: the request is copied into the guest's memory and the response out of it in one go, and the code
-// is instrumented with a cheap interrupt check. Other modules run through the Extism host SDK. Both paths give
-// the same results; Config.DisableFastPath forces the second.
+// Nothing relies on a module's own code to stop or to behave:
+//
+//   - Before compiling, package wasmcheck refuses, in linear time, modules that would make the compiler slow
+//     (size, functions, control instructions per function and their squares summed) and WASI commands;
+//     at most Config.CompileConcurrency modules compile at once, so a slow one leaves the others a lane.
+//   - The timeout is wazero's close-on-context-done mode: every loop back-edge and function entry checks the
+//     call's context, from the module's start function and _initialize through the export.
+//   - Every call runs on a fresh instance, closed when it returns: no state reaches the next call.
+//   - Each call reserves its instance's worst-case linear memory from a budget shared by all modules
+//     (Config.MemoryBudget) before the instance exists; the Extism kernel's memory, which holds the input and
+//     the output, is capped at MaxRequestBytes+MaxResponseBytes+1 MiB, so an oversized output fails before
+//     it is copied into the host.
 //
 // A Runtime compiles each module once per digest (sha256 of its bytes) and keeps the machine code both in
 // memory and, when Config.CacheDir is set, on disk, so a restarted controller is ready to render in about a
 // tenth of a second instead of the one to two seconds a cold compile of a Go plugin takes.
-//
-// Calls run on single-owner instances: a Module keeps a few idle, healthy instances (creating one costs about
-// 5 ms, a warm call well under a millisecond) and throws away every instance whose call failed in any way, so
-// a trap, a panic, a timeout or a half-finished render never leaks into the next call.
 //
 // Failures are *Error values with a Reason; see the Reason constants. The package depends on nothing of the
 // controller: metrics and logs leave through Hooks, so plugin authors can use it in their own tests.

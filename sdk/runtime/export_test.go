@@ -1,14 +1,7 @@
 package runtime
 
-// PathOf says how m's calls run: "fast+metered" (fast I/O path, instrumented interrupt checks), "fast" (fast
-// I/O path, wazero's close-on-context-done) or "standard" (Extism).
-func PathOf(m *Module) string {
-	switch {
-	case m.compiled.fast == nil:
-		return "standard"
-	case m.compiled.fast.metered:
-		return "fast+metered"
-	default:
-		return "fast"
-	}
-}
+// MemoryReserved returns the bytes of linear memory the runtime's calls have reserved now and at most at once.
+func MemoryReserved(r *Runtime) (now, peak uint64) { return r.memory.stats() }
+
+// CallMemory is what one call reserves from the budget.
+func CallMemory(r *Runtime) uint64 { return r.cfg.callMemory() }

@@ -46,6 +46,9 @@ type CallEvent struct {
 	Digest   string
 	Export   string
 	Duration time.Duration
+	// Memory is how large the call's instance grew, in bytes of linear memory (the guest's and the Extism
+	// kernel's), for sizing Config.MemoryLimit; 0 when the call failed before its instance existed.
+	Memory uint64
 	// Err is nil on success.
 	Err *Error
 }
@@ -57,7 +60,9 @@ type OutputEvent struct {
 	Export string
 	// Stream is "stderr" or "stdout".
 	Stream string
-	// Text is the output, cut to Config.MaxOutputBytes.
+	// Text is the output, cut to Config.MaxOutputBytes. It is the plugin's diagnostics: hosts should log it at
+	// debug level (a plugin must not be able to flood an operator's log), and a failed call's *Error quotes
+	// its start anyway.
 	Text string
 	// Truncated is true when the guest wrote more than was kept.
 	Truncated bool

@@ -15,31 +15,20 @@ import (
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
-// hostileTimeout is short so the suite stays quick; what matters is that the loop is interrupted at all.
-const hostileTimeout = 2 * time.Second
-
-// paths are the two ways the runtime calls a plugin built with the guest package: the fast I/O path (SPEC.md
-// §8, the default) and the standard Extism path. Tests about containment and the sandbox run on both.
-var paths = []struct {
-	name string
-	want string // runtime.PathOf the guest package's plugins
-	cfg  runtime.Config
-}{
-	{name: "fast", want: "fast+metered"},
-	{name: "standard", want: "standard", cfg: runtime.Config{DisableFastPath: true}},
-}
+// hostileTimeout is short so the suite stays quick; what matters is that the loop is interrupted at all. Under
+// the race detector a healthy call on a fresh instance, competing for the CPU with spinning guests, needs more.
+var hostileTimeout = func() time.Duration {
+	if raceEnabled {
+		return 10 * time.Second
+	}
+	return 2 * time.Second
+}()
 
 // TestHostilePluginsAreContained runs every hostile plugin at the same time as a stream of renders through a
 // healthy plugin on the same runtime. Each hostile call must fail with its own reason and a message naming
-// the plugin, every healthy render must succeed, and nothing may be left running afterwards. It does so on
-// the fast path and on the standard path.
+// the plugin, every healthy render must succeed, and nothing may be left running afterwards.
 func TestHostilePluginsAreContained(t *testing.T) {
-	for _, p := range paths {
-		t.Run(p.name, func(t *testing.T) { testHostilePlugins(t, p.cfg, p.want) })
-	}
-}
-
-func testHostilePlugins(t *testing.T, cfg runtime.Config, wantPath string) {
+	var cfg runtime.Config
 	// Build and read the modules before counting goroutines.
 	for _, name := range []string{"healthy", "loop", "alloc", "panic", "badjson", "abiv2"} {
 		testPlugin(t, name)
@@ -70,9 +59,9 @@ func testHostilePlugins(t *testing.T, cfg runtime.Config, wantPath string) {
 		wantMsg    []string
 	}{
 		{name: "endless loop", plugin: "loop", run: render(nil), wantReason: runtime.ReasonTimeout,
-			wantMsg: []string{`plugin "loop" (sha256:`, "osm_render: timed out after 2s"}},
+			wantMsg: []string{`plugin "loop" (sha256:`, "osm_render: timed out after " + hostileTimeout.String()}},
 		{name: "unbounded allocation", plugin: "alloc", run: render(nil), wantReason: runtime.ReasonOutOfMemory,
-			wantMsg: []string{`plugin "alloc"`, "osm_render: out of memory (limit 256 MiB)"}},
+			wantMsg: []string{`plugin "alloc"`, "osm_render: out of memory (limit 64 MiB)"}},
 		{name: "unrecoverable panic", plugin: "panic", run: render(nil), wantReason: runtime.ReasonPanic,
 			wantMsg: []string{`plugin "panic"`, "osm_render: guest runtime crashed", "panic: goroutine exploded"}},
 		{name: "recoverable panic", plugin: "panic", run: render(map[string]string{"mode": "recoverable"}), wantReason: runtime.ReasonPluginError,
@@ -116,9 +105,6 @@ func testHostilePlugins(t *testing.T, cfg runtime.Config, wantPath string) {
 		go func() {
 			defer wg.Done()
 			m, err := rt.Load(ctx, tt.plugin, testPlugin(t, tt.plugin))
-			if err == nil && tt.plugin != "badjson" && runtime.PathOf(m) != wantPath {
-				t.Errorf("%s runs on the %s path, want %s", tt.plugin, runtime.PathOf(m), wantPath)
-			}
 			if err == nil && tt.run != nil {
 				err = tt.run(m)
 			}
@@ -204,7 +190,7 @@ func TestInvalidModules(t *testing.T) {
 		wantReason runtime.Reason
 		wantMsg    string
 	}{
-		{name: "not wasm", wasm: []byte("#!/bin/sh\necho hi\n"), wantReason: runtime.ReasonInvalidModule, wantMsg: "cannot compile module"},
+		{name: "not wasm", wasm: []byte("#!/bin/sh\necho hi\n"), wantReason: runtime.ReasonInvalidModule, wantMsg: "module refused before compiling: not a WebAssembly 1.0 binary module"},
 		{name: "empty module", wasm: []byte("\x00asm\x01\x00\x00\x00"), wantReason: runtime.ReasonMissingExport, wantMsg: "module does not export osm_metadata"},
 	}
 	for _, tt := range tests {

@@ -13,35 +13,27 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 )
 
-// instance is one instantiation of a module with its own memory and captured output. It is owned by one
-// goroutine at a time: wazero instances are not safe for concurrent calls.
+// instance is one instantiation of a module with its own memory and captured output. It serves exactly one
+// call and is closed after it.
 type instance struct {
-	plugin *extism.Plugin // the standard path, or
-	fast   *fastInstance  // the fast path (SPEC.md §8)
+	plugin *extism.Plugin // nil when instantiation failed
 	memory *memoryMeter
 	stdout *capture
 	stderr *capture
-	// broken is set when the instance must not serve another call although its call did not fail.
-	broken bool
 }
 
+// newInstance instantiates the module under ctx, whose deadline bounds the module's start function. It returns
+// the instance even on failure, for the output it captured.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
-	inst := &instance{memory: &memoryMeter{}, stdout: newCapture(m.rt.cfg.MaxOutputBytes), stderr: newCapture(m.rt.cfg.MaxOutputBytes)}
-	if m.compiled.fast != nil {
-		fi, err := m.compiled.fast.instantiate(ctx, inst)
-		if err != nil {
-			return nil, err
-		}
-		inst.fast = fi
-		return inst, nil
-	}
+	cfg := &m.rt.cfg
+	inst := &instance{memory: &memoryMeter{kernelMax: cfg.ioMemory()}, stdout: newCapture(cfg.MaxOutputBytes), stderr: newCapture(cfg.MaxOutputBytes)}
 	// A fresh ModuleConfig keeps wazero's sandbox defaults: no arguments, no environment, no preopened
 	// directories, a fake wall clock and monotonic clock, and a deterministic random source. Extism sets none
 	// of them (except stdout/stderr when EXTISM_ENABLE_WASI_OUTPUT is set in the controller's environment).
 	mc := wazero.NewModuleConfig().WithStdout(inst.stdout).WithStderr(inst.stderr)
-	p, err := m.compiled.extism.Instance(experimental.WithMemoryAllocator(ctx, inst.memory), extism.PluginInstanceConfig{ModuleConfig: mc})
+	p, err := m.compiled.Instance(experimental.WithMemoryAllocator(ctx, inst.memory), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
-		return nil, err
+		return inst, err
 	}
 	// Belt and braces: the manifest grants neither, but these fields are public and checked per request.
 	p.AllowedHosts = nil
@@ -55,11 +47,9 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 }
 
 func (i *instance) close() {
-	if i.fast != nil {
-		i.fast.close()
-		return
+	if i.plugin != nil {
+		_ = i.plugin.Close(context.Background())
 	}
-	_ = i.plugin.Close(context.Background())
 }
 
 // result is what one call produced, before the module interprets the output.
@@ -68,46 +58,31 @@ type result struct {
 	fail *Error // nil on success
 }
 
-// call runs export under the module's timeout. It never panics: Extism turns some host-side failures into
-// panics, and a panic here would take down the controller.
-func (i *instance) call(ctx context.Context, m *Module, export string, in []byte) (res result) {
-	callCtx, cancel := context.WithTimeout(ctx, m.rt.cfg.Timeout)
-	defer cancel()
+// call runs export under callCtx, the caller's ctx with the module's timeout. It never panics: Extism turns
+// some host-side failures into panics, and a panic here would take down the controller.
+func (i *instance) call(ctx, callCtx context.Context, m *Module, export string, in []byte) (res result) {
 	defer func() {
 		if r := recover(); r != nil {
 			res = result{fail: m.fail(export, ReasonTrap, fmt.Sprintf("host error while calling the guest: %v", r), nil)}
 		}
 	}()
-	if i.fast != nil {
-		return i.callFast(ctx, callCtx, m, export, in)
-	}
 	_, out, err := i.plugin.CallWithContext(callCtx, export, in)
-	if err == nil {
-		return result{out: out}
+	switch {
+	case i.memory.kernelFull() && ctx.Err() == nil && callCtx.Err() == nil:
+		// The output did not fit the kernel's memory; whatever the guest made of the failed allocation, the
+		// output is incomplete.
+		return result{fail: i.tooLarge(m, export)}
+	case err != nil:
+		return result{fail: i.classify(ctx, callCtx, m, export, err)}
+	case len(out) > m.rt.cfg.MaxResponseBytes:
+		return result{fail: i.tooLarge(m, export)}
 	}
-	return result{fail: i.classify(ctx, callCtx, m, export, err)}
+	return result{out: out}
 }
 
-// callFast is call on the fast path. Its failures are classified like the standard path's, so that a plugin
-// fails the same way on both.
-func (i *instance) callFast(ctx, callCtx context.Context, m *Module, export string, in []byte) result {
-	out, failed, err := i.fast.invoke(callCtx, export, in)
-	switch {
-	case err == nil && failed:
-		return result{fail: m.fail(export, ReasonPluginError, string(out), nil)}
-	case err == nil:
-		return result{out: out}
-	case exitedCleanly(err) && ctx.Err() == nil && callCtx.Err() == nil:
-		// Extism reports a guest that exited with status 0 as a call without output; the instance is gone.
-		i.broken = true
-		return result{out: []byte{}}
-	}
-	var garbage *errFastOutput
-	if errors.As(err, &garbage) && ctx.Err() == nil && callCtx.Err() == nil {
-		return result{fail: m.failStderr(export, ReasonInvalidOutput, "broke the fast-path calling convention: "+garbage.msg,
-			i.stderr.String()+i.stdout.String(), err)}
-	}
-	return result{fail: i.classify(ctx, callCtx, m, export, err)}
+func (i *instance) tooLarge(m *Module, export string) *Error {
+	return m.failStderr(export, ReasonInvalidOutput, fmt.Sprintf("output exceeds the limit of %d bytes (MaxResponseBytes)", m.rt.cfg.MaxResponseBytes),
+		i.stderr.String()+i.stdout.String(), nil)
 }
 
 // classify turns a failed call into an *Error with the right Reason.
@@ -129,7 +104,7 @@ func (i *instance) classify(ctx, callCtx context.Context, m *Module, export stri
 	first := firstLine(err.Error())
 	switch {
 	case outOfMemory(stderr, err):
-		return m.failStderr(export, ReasonOutOfMemory, fmt.Sprintf("out of memory (limit %d MiB): %s", m.rt.cfg.MemoryLimit>>20, first), stderr, err)
+		return m.failStderr(export, ReasonOutOfMemory, fmt.Sprintf("out of memory (limit %s): %s", mib(m.rt.cfg.MemoryLimit), first), stderr, err)
 	case strings.Contains(stderr, "panic: ") || strings.Contains(stderr, "fatal error: "):
 		return m.failStderr(export, ReasonPanic, "guest runtime crashed: "+first, stderr, err)
 	default:
@@ -137,7 +112,7 @@ func (i *instance) classify(ctx, callCtx context.Context, m *Module, export stri
 	}
 }
 
-// pluginError is the Extism error the guest set. On the fast path guest errors are results, never errors.
+// pluginError is the Extism error the guest set.
 func (i *instance) pluginError() string {
 	if i.plugin == nil {
 		return ""

@@ -8,19 +8,30 @@ import (
 )
 
 // memoryMeter is the memory allocator of one instance. It records how large the instance's linear memories
-// are, so the pool can drop instances that grew big, and on Linux it reserves each memory's maximum up front
-// (see reserve), so growing never copies.
+// grew, caps the first one (the Extism kernel's, which holds the call's input and output: Extism instantiates
+// its kernel before the plugin) at kernelMax, and on Linux reserves each memory's maximum up front (see
+// reserve), so growing never copies.
 type memoryMeter struct {
+	kernelMax uint64
+
 	mu       sync.Mutex
 	memories []*linearMemory
 }
 
-func (mm *memoryMeter) Allocate(capacity, max uint64) experimental.LinearMemory {
-	m := &linearMemory{max: max}
-	if buf, free := reserve(max); buf != nil {
+func (mm *memoryMeter) Allocate(capacity, maxBytes uint64) experimental.LinearMemory {
+	mm.mu.Lock()
+	kernel := len(mm.memories) == 0
+	mm.mu.Unlock()
+	m := &linearMemory{max: maxBytes}
+	if kernel && mm.kernelMax > 0 && mm.kernelMax < maxBytes {
+		// Never below the initial capacity, which wazero allocates unconditionally.
+		m.max, m.capped = mm.kernelMax, true
+		m.max = max(m.max, capacity)
+	}
+	if buf, free := reserve(m.max); buf != nil {
 		m.reserved, m.free = buf, free
 	} else {
-		m.heap = make([]byte, 0, capacity)
+		m.heap = make([]byte, 0, min(capacity, m.max))
 	}
 	mm.mu.Lock()
 	mm.memories = append(mm.memories, m)
@@ -39,10 +50,19 @@ func (mm *memoryMeter) bytes() uint64 {
 	return n
 }
 
+// kernelFull reports whether the kernel's memory refused to grow: the call's output did not fit.
+func (mm *memoryMeter) kernelFull() bool {
+	mm.mu.Lock()
+	defer mm.mu.Unlock()
+	return len(mm.memories) > 0 && mm.memories[0].refused.Load()
+}
+
 // linearMemory backs one WebAssembly memory, either with a reserved mapping or with a Go slice.
 type linearMemory struct {
 	max      uint64
+	capped   bool // max is the kernel's cap, below the runtime's limit
 	size     atomic.Uint64
+	refused  atomic.Bool // a growth beyond max was refused
 	reserved []byte
 	free     func()
 	heap     []byte
@@ -50,6 +70,7 @@ type linearMemory struct {
 
 func (m *linearMemory) Reallocate(size uint64) []byte {
 	if size > m.max {
+		m.refused.Store(m.capped)
 		return nil
 	}
 	m.size.Store(size)

@@ -4,34 +4,42 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sync"
 	"time"
 
+	extism "github.com/extism/go-sdk"
+
 	"github.com/osmhq/osm/sdk/abi"
-	"github.com/osmhq/osm/sdk/internal/fastio"
+	"github.com/osmhq/osm/sdk/internal/wasmcheck"
 	"github.com/osmhq/osm/sdk/internal/wirejson"
 )
 
-// Module is a loaded plugin: compiled code, validated metadata and a pool of idle instances. It is safe for
-// concurrent use; each call runs on an instance of its own.
+// Module is a loaded plugin: compiled code and validated metadata. It is safe for concurrent use; each call
+// runs on a fresh instance of its own, which is closed when the call returns (SPEC.md §6), so nothing a call
+// leaves in an instance (globals, heap, a half-finished render) can reach another call.
 type Module struct {
 	rt       *Runtime
 	name     string
 	digest   string
-	compiled *compiledModule
+	compiled *extism.CompiledPlugin
 	meta     abi.Metadata
 	exports  map[string]bool
-
-	idle chan *instance
 
 	mu       sync.RWMutex
 	closed   bool
 	inflight sync.WaitGroup
 }
 
-func newModule(rt *Runtime, name, digest string, compiled *compiledModule) *Module {
-	return &Module{rt: rt, name: name, digest: digest, compiled: compiled, idle: make(chan *instance, rt.cfg.MaxIdleInstances)}
+func newModule(rt *Runtime, name, digest string, compiled *extism.CompiledPlugin, info *wasmcheck.Module) *Module {
+	m := &Module{rt: rt, name: name, digest: digest, compiled: compiled, exports: map[string]bool{}}
+	for name, kind := range info.Exports {
+		if kind == wasmcheck.KindFunc {
+			m.exports[name] = true
+		}
+	}
+	return m
 }
 
 // Name is the name the module was first loaded under.
@@ -53,25 +61,14 @@ func (m *Module) Implements(export string) bool {
 // that fails here.
 func (m *Module) init(ctx context.Context) (err error) {
 	// Every load failure after compilation is reported as a failed osm_metadata call.
-	defer m.observe(abi.ExportMetadata, time.Now(), &err)
-	inst, err := m.newInstance(ctx)
-	if err != nil {
-		return m.fail("", ReasonInvalidModule, "cannot instantiate module: "+err.Error(), err)
-	}
-	m.exports = m.compiled.exports
-	if m.exports == nil {
-		m.exports = map[string]bool{}
-		for name := range inst.plugin.Module().ExportedFunctions() {
-			m.exports[name] = true
-		}
-	}
+	var st callStats
+	defer m.observe(abi.ExportMetadata, time.Now(), &st, &err)
 	for _, required := range []string{abi.ExportMetadata, abi.ExportRender} {
 		if !m.exports[required] {
-			inst.close()
 			return m.fail(abi.ExportMetadata, ReasonMissingExport, "module does not export "+required+"; is it an OSM plugin built with -buildmode=c-shared?", nil)
 		}
 	}
-	out, err := m.call(ctx, abi.ExportMetadata, nil, inst)
+	out, err := m.call(ctx, abi.ExportMetadata, nil, &st)
 	if err != nil {
 		return err
 	}
@@ -94,13 +91,14 @@ func (m *Module) init(ctx context.Context) (err error) {
 
 // Render calls osm_render. An empty req.ABIVersion is set to abi.Version.
 func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (_ *abi.RenderResponse, err error) {
-	defer m.observe(abi.ExportRender, time.Now(), &err)
+	var st callStats
+	defer m.observe(abi.ExportRender, time.Now(), &st, &err)
 	var resp abi.RenderResponse
 	r := *req // a shallow copy: callers may share one request between goroutines
 	if r.ABIVersion == "" {
 		r.ABIVersion = abi.Version
 	}
-	if err := m.typedCall(ctx, abi.ExportRender, &r, &resp); err != nil {
+	if err := m.typedCall(ctx, abi.ExportRender, &r, &resp, &st); err != nil {
 		return nil, err
 	}
 	if err := resp.Check(); err != nil {
@@ -112,13 +110,14 @@ func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (_ *abi.Ren
 // Validate calls osm_validate. Callers check Implements(abi.ExportValidate) first; a plugin without it
 // accepts every profile its metadata matches.
 func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (_ *abi.ValidateResponse, err error) {
-	defer m.observe(abi.ExportValidate, time.Now(), &err)
+	var st callStats
+	defer m.observe(abi.ExportValidate, time.Now(), &st, &err)
 	var resp abi.ValidateResponse
 	r := *req // a shallow copy: callers may share one request between goroutines
 	if r.ABIVersion == "" {
 		r.ABIVersion = abi.Version
 	}
-	if err := m.typedCall(ctx, abi.ExportValidate, &r, &resp); err != nil {
+	if err := m.typedCall(ctx, abi.ExportValidate, &r, &resp, &st); err != nil {
 		return nil, err
 	}
 	if err := resp.Check(); err != nil {
@@ -129,13 +128,14 @@ func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (_ *abi
 
 // Encode calls osm_encode.
 func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (_ *abi.EncodeResponse, err error) {
-	defer m.observe(abi.ExportEncode, time.Now(), &err)
+	var st callStats
+	defer m.observe(abi.ExportEncode, time.Now(), &st, &err)
 	var resp abi.EncodeResponse
 	r := *req // a shallow copy: callers may share one request between goroutines
 	if r.ABIVersion == "" {
 		r.ABIVersion = abi.Version
 	}
-	if err := m.typedCall(ctx, abi.ExportEncode, &r, &resp); err != nil {
+	if err := m.typedCall(ctx, abi.ExportEncode, &r, &resp, &st); err != nil {
 		return nil, err
 	}
 	if err := resp.Check(); err != nil {
@@ -145,7 +145,7 @@ func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (_ *abi.Enc
 }
 
 // typedCall encodes req, calls export and decodes the output into resp.
-func (m *Module) typedCall(ctx context.Context, export string, req, resp any) error {
+func (m *Module) typedCall(ctx context.Context, export string, req, resp any, st *callStats) error {
 	if !m.Implements(export) {
 		return m.fail(export, ReasonMissingExport, "plugin does not implement "+export, nil)
 	}
@@ -153,7 +153,7 @@ func (m *Module) typedCall(ctx context.Context, export string, req, resp any) er
 	if err != nil {
 		return m.fail(export, ReasonInvalidInput, "cannot encode the request: "+err.Error(), err)
 	}
-	out, err := m.call(ctx, export, in, nil)
+	out, err := m.call(ctx, export, in, st)
 	if err != nil {
 		return err
 	}
@@ -176,20 +176,21 @@ func decodeOutput(out []byte, resp any) error {
 }
 
 // Call runs an export on raw input and returns its raw output. Render, Validate and Encode are the typed
-// versions the host normally uses. A module on the fast path (SPEC.md §8) answers only the ABI exports.
+// versions the host normally uses.
 func (m *Module) Call(ctx context.Context, export string, in []byte) (_ []byte, err error) {
-	defer m.observe(export, time.Now(), &err)
+	var st callStats
+	defer m.observe(export, time.Now(), &st, &err)
 	if !m.exports[export] {
 		return nil, m.fail(export, ReasonMissingExport, "module does not export "+export, nil)
 	}
-	if _, abiExport := fastio.ID(export); m.compiled.fast != nil && !abiExport {
-		return nil, m.fail(export, ReasonMissingExport, export+" is not an ABI export, and a module on the fast path serves only those", nil)
-	}
-	return m.call(ctx, export, in, nil)
+	return m.call(ctx, export, in, &st)
 }
 
-// call runs export on inst, or on a pooled or new instance when inst is nil.
-func (m *Module) call(ctx context.Context, export string, in []byte, inst *instance) ([]byte, error) {
+// callStats is what a call measured, for the Called hook.
+type callStats struct{ memory uint64 }
+
+// call runs export on a fresh instance, within the memory budget and the timeout.
+func (m *Module) call(ctx context.Context, export string, in []byte, st *callStats) ([]byte, error) {
 	m.mu.RLock()
 	if m.closed {
 		m.mu.RUnlock()
@@ -199,30 +200,32 @@ func (m *Module) call(ctx context.Context, export string, in []byte, inst *insta
 	m.mu.RUnlock()
 	defer m.inflight.Done()
 
-	res := m.callOnInstance(ctx, export, in, inst)
+	cfg := &m.rt.cfg
+	if len(in) > cfg.MaxRequestBytes {
+		return nil, m.fail(export, ReasonInvalidInput, fmt.Sprintf("request of %d bytes exceeds the limit of %d bytes", len(in), cfg.MaxRequestBytes), nil)
+	}
+	// The instance's worst case is reserved before it exists, so that concurrent calls never hold more linear
+	// memory than the budget, whatever their guests do.
+	reserve := cfg.callMemory()
+	if err := m.rt.memory.acquire(ctx, reserve); err != nil {
+		return nil, m.fail(export, ReasonCanceled, "canceled while waiting for memory (budget "+mib(cfg.MemoryBudget)+" in use): "+err.Error(), err)
+	}
+	defer m.rt.memory.release(reserve)
+
+	callCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	inst, err := m.newInstance(callCtx)
+	if err != nil {
+		return nil, inst.classify(ctx, callCtx, m, export, fmt.Errorf("cannot instantiate module: %w", err))
+	}
+	defer inst.close()
+	res := inst.call(ctx, callCtx, m, export, in)
+	st.memory = inst.memory.bytes()
+	m.emitOutput(inst, export)
 	if res.fail != nil {
 		return nil, res.fail
 	}
 	return res.out, nil
-}
-
-func (m *Module) callOnInstance(ctx context.Context, export string, in []byte, inst *instance) result {
-	if inst == nil {
-		var err error
-		if inst, err = m.acquire(ctx); err != nil {
-			return result{fail: m.fail(export, ReasonInvalidModule, "cannot instantiate module: "+err.Error(), err)}
-		}
-	}
-	res := inst.call(ctx, m, export, in)
-	m.emitOutput(inst, export)
-	if res.fail != nil {
-		// Whatever failed, the instance's state is suspect (a recovered panic, a half-built heap, a closed
-		// module): never hand it to another call.
-		inst.close()
-		return res
-	}
-	m.release(inst)
-	return res
 }
 
 func (m *Module) emitOutput(inst *instance, export string) {
@@ -237,40 +240,7 @@ func (m *Module) emitOutput(inst *instance, export string) {
 	}
 }
 
-// acquire takes an idle instance or creates one.
-func (m *Module) acquire(ctx context.Context) (*instance, error) {
-	select {
-	case inst := <-m.idle:
-		return inst, nil
-	default:
-		return m.newInstance(ctx)
-	}
-}
-
-// release returns a healthy instance to the pool, or closes it when the pool is full or the module closed.
-func (m *Module) release(inst *instance) {
-	if inst.broken {
-		inst.close()
-		return
-	}
-	if inst.memory.bytes() > m.rt.cfg.IdleMemoryLimit {
-		// WebAssembly memory never shrinks: do not let one large render pin its peak while idle.
-		inst.close()
-		return
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if !m.closed {
-		select {
-		case m.idle <- inst:
-			return
-		default:
-		}
-	}
-	inst.close()
-}
-
-// Close waits for running calls (each bounded by the timeout), then frees the module's instances and code.
+// Close waits for running calls (each bounded by the timeout), then frees the module's code.
 func (m *Module) Close(ctx context.Context) error {
 	m.mu.Lock()
 	if m.closed {
@@ -280,22 +250,13 @@ func (m *Module) Close(ctx context.Context) error {
 	m.closed = true
 	m.mu.Unlock()
 	m.inflight.Wait()
-drain:
-	for {
-		select {
-		case inst := <-m.idle:
-			inst.close()
-		default:
-			break drain
-		}
-	}
 	return m.compiled.Close(ctx)
 }
 
 // observe reports a finished call to the Called hook, after the output was checked, so that invalid output
 // counts as a failure.
-func (m *Module) observe(export string, start time.Time, errp *error) {
-	ev := CallEvent{Plugin: m.name, Digest: m.digest, Export: export, Duration: time.Since(start)}
+func (m *Module) observe(export string, start time.Time, st *callStats, errp *error) {
+	ev := CallEvent{Plugin: m.name, Digest: m.digest, Export: export, Duration: time.Since(start), Memory: st.memory}
 	if *errp != nil && !errors.As(*errp, &ev.Err) {
 		ev.Err = m.fail(export, "", (*errp).Error(), *errp)
 	}
@@ -311,3 +272,5 @@ func (m *Module) failStderr(export string, reason Reason, detail, stderr string,
 	e.Stderr = stderr
 	return e
 }
+
+func mib(n uint64) string { return fmt.Sprintf("%d MiB", n>>20) }

@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
 
-	"github.com/osmhq/osm/sdk/internal/wasmbin"
+	"github.com/osmhq/osm/sdk/internal/wasmcheck"
 )
 
 // Runtime loads and caches plugin modules. It is safe for concurrent use.
@@ -25,9 +25,12 @@ type Runtime struct {
 	cache     wazero.CompilationCache
 	markerDir string
 
-	// compileMu serialises compilations: they saturate a core each, and a controller loading several plugins
-	// at start-up is better served one after the other than all at half speed.
-	compileMu sync.Mutex
+	// compiling bounds concurrent compilations (Config.CompileConcurrency): each saturates a core and cannot be
+	// interrupted, and package wasmcheck bounds how long one takes, so a slow module holds one lane for a few
+	// seconds at most while the others keep compiling.
+	compiling chan struct{}
+	// memory is the budget of linear memory across all calls (Config.MemoryBudget).
+	memory *budget
 
 	mu      sync.Mutex
 	closed  bool
@@ -47,7 +50,8 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{cfg: cfg, modules: map[string]*entry{}}
+	r := &Runtime{cfg: cfg, modules: map[string]*entry{}, compiling: make(chan struct{}, cfg.CompileConcurrency),
+		memory: newBudget(cfg.MemoryBudget)}
 	if cfg.CacheDir == "" {
 		r.cache = wazero.NewCompilationCache()
 		return r, nil
@@ -75,8 +79,9 @@ func Digest(wasm []byte) string {
 // the module in errors, logs and metrics (a built-in plugin's name, an image reference); when the same bytes
 // are loaded under several names, the first one sticks.
 //
-// Load refuses modules that do not compile, lack osm_metadata or osm_render, speak another ABI major version
-// or declare invalid metadata. Those failures are remembered per digest, so a broken plugin referenced by many
+// Load refuses modules that exceed the limits of package wasmcheck (size, functions, control flow: what makes
+// compiling slow), were built as WASI commands instead of c-shared reactors, do not compile, lack osm_metadata
+// or osm_render, speak another ABI major version or declare invalid metadata. Those failures are remembered per digest, so a broken plugin referenced by many
 // MachineDeployments is compiled only once; Unload forgets them.
 func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, error) {
 	digest := Digest(wasm)
@@ -184,11 +189,15 @@ func (r *Runtime) Close(ctx context.Context) error {
 }
 
 func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte) (*Module, error) {
+	info, err := r.check(name, digest, wasm)
+	if err != nil {
+		return nil, err
+	}
 	compiled, err := r.compile(ctx, name, digest, wasm)
 	if err != nil {
 		return nil, err
 	}
-	m := newModule(r, name, digest, compiled)
+	m := newModule(r, name, digest, compiled, info)
 	if err := m.init(ctx); err != nil {
 		_ = m.Close(context.Background())
 		return nil, err
@@ -196,9 +205,22 @@ func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte) (*
 	return m, nil
 }
 
-func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte) (*compiledModule, error) {
-	r.compileMu.Lock()
-	defer r.compileMu.Unlock()
+// check refuses, before compiling, a module the compiler would be slow on or that cannot be an OSM plugin.
+func (r *Runtime) check(name, digest string, wasm []byte) (*wasmcheck.Module, error) {
+	info, err := wasmcheck.Check(wasm, wasmcheck.Limits{ModuleBytes: r.cfg.MaxModuleBytes})
+	if err != nil {
+		return nil, &Error{Plugin: name, Digest: digest, Reason: ReasonInvalidModule, Detail: "module refused before compiling: " + err.Error(), Err: err}
+	}
+	if info.ExportsFunc("_start") && !info.ExportsFunc("_initialize") {
+		return nil, &Error{Plugin: name, Digest: digest, Reason: ReasonInvalidModule, Detail: "module is a WASI command (it exports _start, not _initialize), " +
+			"whose exports fail once _start has returned; rebuild it as a library: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o plugin.wasm ."}
+	}
+	return info, nil
+}
+
+func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte) (*extism.CompiledPlugin, error) {
+	r.compiling <- struct{}{}
+	defer func() { <-r.compiling }()
 
 	marker := r.marker(digest)
 	layer := LayerNone
@@ -225,42 +247,19 @@ func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte)
 	return compiled, nil
 }
 
-// compiledModule is a module's machine code, ready to instantiate on the fast path or through Extism.
-type compiledModule struct {
-	fast   *fastRuntime           // set when the module runs on the fast path (SPEC.md §8)
-	extism *extism.CompiledPlugin // set otherwise
-	// exports are the module's function exports; nil for Extism, where the first instance tells.
-	exports map[string]bool
-}
-
-func (c *compiledModule) Close(ctx context.Context) error {
-	if c.fast != nil {
-		return c.fast.rt.Close(ctx)
-	}
-	return c.extism.Close(ctx)
-}
-
-// compileModule compiles wasm for the fast path when the module exports it, and through Extism otherwise.
-func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*compiledModule, error) {
+// compileModule compiles wasm through Extism, with wazero's close-on-context-done mode: every loop back-edge
+// and function entry of the guest checks the call's context, which is what enforces the timeout whatever the
+// module's code does.
+func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*extism.CompiledPlugin, error) {
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(r.cache).
 		WithMemoryLimitPages(r.cfg.memoryPages()).
-		// Without this a guest in a tight loop cannot be interrupted.
 		WithCloseOnContextDone(true)
 	ctx = experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers)
-	if !r.cfg.DisableFastPath {
-		if info, err := wasmbin.Parse(wasm); err == nil && fastCapable(info) {
-			return r.compileFast(ctx, rc, wasm, info)
-		}
-	}
-	compiled, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
+	return extism.NewCompiledPlugin(ctx, extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
 		// No AllowedHosts and no AllowedPaths: Extism denies every HTTP request and mounts nothing.
 	}, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &compiledModule{extism: compiled}, nil
 }
 
 // marker is the file that records that the disk cache holds the digest's machine code. wazero does not say
@@ -269,12 +268,7 @@ func (r *Runtime) marker(digest string) string {
 	if r.markerDir == "" {
 		return ""
 	}
-	name := fmt.Sprintf("%s-%d", digest[len("sha256:"):], r.cfg.memoryPages())
-	if !r.cfg.DisableFastPath {
-		// The fast path compiles instrumented code (wasmbin.Instrument), which the cache keys by its own bytes.
-		name += "-fast" + wasmbin.Version
-	}
-	return filepath.Join(r.markerDir, name)
+	return filepath.Join(r.markerDir, fmt.Sprintf("%s-%d", digest[len("sha256:"):], r.cfg.memoryPages()))
 }
 
 // wazeroVersion returns the wazero version linked in, which keys its cache entries as well.

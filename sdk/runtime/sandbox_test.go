@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"maps"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,20 +11,10 @@ import (
 )
 
 // TestSandbox checks what a plugin can see: a fake clock, deterministic randomness, no file system, no
-// network and no environment — and that two fresh instances therefore render byte for byte the same, on the
-// fast path and on the standard path alike.
+// network and no environment — and that two calls, each on a fresh instance, therefore render byte for byte
+// the same.
 func TestSandbox(t *testing.T) {
-	var reports []map[string]string
-	for _, p := range paths {
-		t.Run(p.name, func(t *testing.T) {
-			cfg := p.cfg
-			cfg.MaxIdleInstances = -1 // every render runs on a fresh instance
-			reports = append(reports, sandboxReport(t, load(t, newRuntime(t, cfg), "sandbox")))
-		})
-	}
-	if len(reports) == 2 && !maps.Equal(reports[0], reports[1]) {
-		t.Errorf("the fast path's sandbox differs from the standard path's:\n%v\n%v", reports[0], reports[1])
-	}
+	sandboxReport(t, load(t, newRuntime(t, runtime.Config{}), "sandbox"))
 }
 
 func sandboxReport(t *testing.T, m *runtime.Module) map[string]string {

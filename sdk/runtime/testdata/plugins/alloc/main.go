@@ -1,4 +1,4 @@
-// Command alloc is a hostile plugin whose render allocates until memory runs out.
+// Command alloc is a hostile plugin whose render allocates, and touches, memory until it runs out.
 package main
 
 import (
@@ -17,7 +17,11 @@ func (plugin) Metadata() abi.Metadata {
 
 func (plugin) Render(*abi.RenderRequest) (*abi.RenderResponse, error) {
 	for {
-		keep = append(keep, make([]byte, 16<<20))
+		b := make([]byte, 16<<20)
+		for i := 0; i < len(b); i += 4096 { // touch every page, so the host really backs it
+			b[i] = 1
+		}
+		keep = append(keep, b)
 	}
 }
 

@@ -1,11 +1,13 @@
 // Command healthy is a well-behaved plugin for the runtime's tests: it echoes the template output and adds
-// a file listing the plugin config, and reports a profile problem from osm_validate.
+// a file listing the plugin config, and reports a profile problem from osm_validate. It also reports what an
+// earlier call left in its instance (/etc/osm/instance), and returns a file of config["outputBytes"] bytes.
 package main
 
 import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/osmhq/osm/sdk/abi"
@@ -13,6 +15,13 @@ import (
 )
 
 type plugin struct{}
+
+// What earlier renders of this instance saw: a host that reuses instances would let them carry data from one
+// MachineDeployment into the next.
+var (
+	renders  int
+	previous string
+)
 
 func (plugin) Metadata() abi.Metadata {
 	return abi.Metadata{
@@ -40,6 +49,12 @@ func (plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	cfg.SetFile(abi.PlainFile("/etc/osm/config", 0o600, b.String()))
 	if tok := req.Context.Secrets.BootstrapToken; tok != "" {
 		cfg.SetFile(abi.PlainFile("/etc/osm/token", 0o600, tok))
+	}
+	cfg.SetFile(abi.PlainFile("/etc/osm/instance", 0o600, fmt.Sprintf("renders=%d previous=%q", renders, previous)))
+	renders++
+	previous = req.Context.MachineDeployment.Name
+	if n, err := strconv.Atoi(req.Config["outputBytes"]); err == nil {
+		cfg.SetFile(abi.PlainFile("/etc/osm/big", 0o600, strings.Repeat("x", n)))
 	}
 	return &abi.RenderResponse{Config: cfg}, nil
 }

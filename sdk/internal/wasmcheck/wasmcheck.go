@@ -1,0 +1,288 @@
+// Package wasmcheck checks an untrusted WebAssembly binary against limits before the host compiles it.
+//
+// wazero's compiler is not linear in everything a module can contain: its compile time grows with the square
+// of how deeply blocks nest within a function (a 1 MiB body of nested blocks took over 400 s), and it cannot be
+// interrupted. Check reads the module once, in time linear in its size, and refuses what would make the
+// compiler slow: a binary, a function body, a locals list or a block nesting depth beyond the limits, or more
+// functions than allowed. It checks the structure of what it reads, not the module's validity: the compiler
+// does that, on the modules Check let through.
+//
+// The instruction decoder knows the instruction set of the MVP and of the extensions wazero enables for Go
+// modules (sign extension, saturating conversions, bulk memory, reference types, multiple values); a module
+// using anything else (SIMD, threads, exceptions, tail calls) is refused with a message naming the
+// instruction.
+package wasmcheck
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+)
+
+// Limits bound what a module may contain. Zero fields take the values of DefaultLimits.
+type Limits struct {
+	// ModuleBytes bounds the size of the binary.
+	ModuleBytes int
+	// Functions bounds the number of functions, imported and defined.
+	Functions uint32
+	// BodyBytes bounds the size of one function body.
+	BodyBytes uint32
+	// Locals bounds the number of locals one function declares.
+	Locals uint32
+	// Branches bounds the control instructions (block, loop, if, else, br, br_if, br_table) of one function body.
+	Branches uint32
+	// Cost bounds the sum, over all functions, of the square of their control instructions: wazero's compile
+	// time grows with it.
+	Cost uint64
+}
+
+// DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
+// instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million) while keeping the cold
+// compile of the worst module they admit within seconds: 4,000 sequential ifs in one function took 1–2 s, and
+// compile time grows with the square of that number (16,000 sequential blocks: over ten minutes).
+var DefaultLimits = Limits{
+	ModuleBytes: 32 << 20,
+	Functions:   100_000,
+	BodyBytes:   4 << 20,
+	Locals:      50_000,
+	Branches:    5_000,
+	Cost:        64_000_000,
+}
+
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	if l.ModuleBytes <= 0 {
+		l.ModuleBytes = d.ModuleBytes
+	}
+	if l.Functions == 0 {
+		l.Functions = d.Functions
+	}
+	if l.BodyBytes == 0 {
+		l.BodyBytes = d.BodyBytes
+	}
+	if l.Locals == 0 {
+		l.Locals = d.Locals
+	}
+	if l.Branches == 0 {
+		l.Branches = d.Branches
+	}
+	if l.Cost == 0 {
+		l.Cost = d.Cost
+	}
+	return l
+}
+
+// Export kinds.
+const (
+	KindFunc   byte = 0
+	KindTable  byte = 1
+	KindMemory byte = 2
+	KindGlobal byte = 3
+)
+
+// Module is what Check learnt about an accepted module.
+type Module struct {
+	// Exports maps each export's name to its kind (KindFunc, ...).
+	Exports map[string]byte
+	// Functions is the number of functions, imported and defined.
+	Functions uint32
+	// MaxBodyBytes, MaxLocals and MaxBranches are the largest body, locals count and number of control
+	// instructions of any function.
+	MaxBodyBytes, MaxLocals, MaxBranches uint32
+	// Cost is the sum of the squares of each function's control instructions.
+	Cost uint64
+}
+
+// ExportsFunc reports whether the module exports a function of that name.
+func (m *Module) ExportsFunc(name string) bool {
+	k, ok := m.Exports[name]
+	return ok && k == KindFunc
+}
+
+// LimitError is a module beyond one of the limits.
+type LimitError struct {
+	// What names the limit: "module size", "functions", "function body size", "locals", "nesting depth".
+	What  string
+	Got   uint64
+	Limit uint64
+	// Func is the index of the function concerned (among the defined ones), or -1.
+	Func int
+}
+
+func (e *LimitError) Error() string {
+	where := ""
+	if e.Func >= 0 {
+		where = fmt.Sprintf(" in function %d", e.Func)
+	}
+	return fmt.Sprintf("%s %d%s exceeds the limit of %d", e.What, e.Got, where, e.Limit)
+}
+
+var header = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+
+// Check reads wasm and returns what it exports, or an error when the binary is malformed where Check reads
+// it, uses instructions Check does not know, or exceeds the limits (a *LimitError).
+func Check(wasm []byte, limits Limits) (*Module, error) {
+	l := limits.withDefaults()
+	if len(wasm) > l.ModuleBytes {
+		return nil, &LimitError{What: "module size", Got: uint64(len(wasm)), Limit: uint64(l.ModuleBytes), Func: -1}
+	}
+	if !bytes.HasPrefix(wasm, header) {
+		return nil, errors.New("not a WebAssembly 1.0 binary module")
+	}
+	c := &checker{limits: l, mod: &Module{Exports: map[string]byte{}}}
+	r := &reader{b: wasm, pos: len(header)}
+	for !r.done() {
+		id := r.byte()
+		body := r.bytes(r.u32())
+		if r.err != nil {
+			return nil, fmt.Errorf("section %d: %w", id, r.err)
+		}
+		sr := &reader{b: body}
+		if err := c.section(id, sr); err != nil {
+			return nil, err
+		}
+		if sr.err == nil && !sr.done() {
+			sr.err = errors.New("trailing bytes")
+		}
+		if sr.err != nil {
+			return nil, fmt.Errorf("section %d: %w", id, sr.err)
+		}
+	}
+	if c.bodies != c.defined {
+		return nil, fmt.Errorf("module declares %d functions but has code for %d", c.defined, c.bodies)
+	}
+	c.mod.Functions = c.imported + c.defined
+	return c.mod, nil
+}
+
+type checker struct {
+	limits   Limits
+	mod      *Module
+	imported uint32 // imported functions
+	defined  uint32 // functions the function section declares
+	bodies   uint32 // bodies the code section holds
+}
+
+// section reads the sections that matter for the limits and the exports; the compiler reads the others.
+// A limit breach is returned; malformed input is left in r.err.
+func (c *checker) section(id byte, r *reader) error {
+	switch id {
+	case 2:
+		c.imports(r)
+	case 3:
+		c.defined = r.u32()
+		for i := uint32(0); i < c.defined && r.err == nil; i++ {
+			r.u32()
+		}
+	case 7:
+		n := r.u32()
+		for i := uint32(0); i < n && r.err == nil; i++ {
+			name, kind := r.name(), r.byte()
+			r.u32()
+			c.mod.Exports[name] = kind
+		}
+	case 10:
+		return c.code(r)
+	default:
+		r.pos = len(r.b)
+	}
+	if n := uint64(c.imported) + uint64(c.defined); r.err == nil && n > uint64(c.limits.Functions) {
+		return &LimitError{What: "functions", Got: n, Limit: uint64(c.limits.Functions), Func: -1}
+	}
+	return nil
+}
+
+func (c *checker) imports(r *reader) {
+	n := r.u32()
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		r.name()
+		r.name()
+		switch kind := r.byte(); kind {
+		case KindFunc:
+			r.u32()
+			c.imported++
+		case KindTable:
+			r.byte()
+			r.limits()
+		case KindMemory:
+			r.limits()
+		case KindGlobal:
+			r.valType()
+			r.byte()
+		default:
+			r.fail("import %d has unsupported kind %#x", i, kind)
+		}
+	}
+}
+
+func (c *checker) code(r *reader) error {
+	n := r.u32()
+	if r.err != nil {
+		return nil
+	}
+	if n != c.defined {
+		r.fail("code section has %d bodies for %d declared functions", n, c.defined)
+		return nil
+	}
+	c.bodies = n
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		size := r.u32()
+		if r.err == nil && size > c.limits.BodyBytes {
+			return &LimitError{What: "function body size", Got: uint64(size), Limit: uint64(c.limits.BodyBytes), Func: int(i)}
+		}
+		body := r.bytes(size)
+		if r.err != nil {
+			return nil
+		}
+		if err := c.body(int(i), body); err != nil {
+			return err
+		}
+		c.mod.MaxBodyBytes = max(c.mod.MaxBodyBytes, size)
+	}
+	return nil
+}
+
+// body checks one function body: its locals, then every instruction, tracking the nesting depth.
+func (c *checker) body(fn int, code []byte) error {
+	r := &reader{b: code}
+	var locals uint64
+	for groups := r.u32(); groups > 0 && r.err == nil; groups-- {
+		locals += uint64(r.u32())
+		r.valType()
+		if locals > uint64(c.limits.Locals) {
+			return &LimitError{What: "locals", Got: locals, Limit: uint64(c.limits.Locals), Func: fn}
+		}
+	}
+	c.mod.MaxLocals = max(c.mod.MaxLocals, uint32(locals))
+	depth, branches := 1, uint32(0) // the body is a block of its own
+	for depth > 0 && r.err == nil {
+		start := r.pos
+		op := r.byte()
+		if err := skipImmediates(r, op); err != nil {
+			return fmt.Errorf("function %d at offset %d: %w", fn, start, err)
+		}
+		switch op {
+		case 0x02, 0x03, 0x04: // block, loop, if
+			depth++
+		case 0x0b: // end
+			depth--
+		}
+		if op >= 0x02 && op <= 0x05 || op >= 0x0c && op <= 0x0e { // block, loop, if, else, br, br_if, br_table
+			if branches++; branches > c.limits.Branches {
+				return &LimitError{What: "control instructions", Got: uint64(branches), Limit: uint64(c.limits.Branches), Func: fn}
+			}
+		}
+	}
+	if r.err != nil {
+		return fmt.Errorf("function %d: %w", fn, r.err)
+	}
+	if !r.done() {
+		return fmt.Errorf("function %d: %d bytes after the end of the body", fn, len(code)-r.pos)
+	}
+	c.mod.MaxBranches = max(c.mod.MaxBranches, branches)
+	c.mod.Cost += uint64(branches) * uint64(branches)
+	if c.mod.Cost > c.limits.Cost {
+		return &LimitError{What: "compile cost (sum of squared control instructions per function)", Got: c.mod.Cost, Limit: c.limits.Cost, Func: fn}
+	}
+	return nil
+}

@@ -1,0 +1,138 @@
+package wasmcheck
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/osmhq/osm/sdk/internal/wasmtest"
+)
+
+func ifs(n int) wasmtest.Func {
+	return wasmtest.Func{Code: bytes.Repeat([]byte{0x41, 0x00, 0x04, wasmtest.Empty, 0x0b}, n)}
+}
+
+// sample is a small module using most of what Check decodes.
+func sample() []byte {
+	return wasmtest.Module{
+		Imports: []wasmtest.Import{{Module: "env", Name: "f", Params: []byte{wasmtest.I64}, Results: []byte{wasmtest.I64}}},
+		Memory:  1,
+		Globals: 2,
+		Funcs: []wasmtest.Func{
+			{Results: []byte{wasmtest.I32}, Locals: []byte{wasmtest.I32, wasmtest.I64}, Export: "run", Code: []byte{
+				0x02, wasmtest.Empty, 0x03, wasmtest.Empty, 0x41, 0x00, 0x0d, 0x00, 0x0b, 0x0b, // block loop br_if end end
+				0x41, 0x00, 0x0e, 0x01, 0x00, 0x00, // br_table 0 0 (unreachable after: fine for Check)
+				0x42, 0x05, 0x10, 0x00, 0x1a, // i64.const 5, call f, drop
+				0x41, 0x00, 0x28, 0x02, 0x00, 0x1a, // i32.load
+				0xfc, 0x00, // saturating truncation, exercising the 0xfc prefix (type-invalid, Check does not care)
+				0x23, 0x01, 0x24, 0x00, // global.get 1, global.set 0
+				0x41, 0x07,
+			}},
+			{Export: "_initialize"},
+		},
+	}.Bytes()
+}
+
+func TestCheckReadsModules(t *testing.T) {
+	m, err := Check(sample(), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.ExportsFunc("run") || !m.ExportsFunc("_initialize") || m.ExportsFunc("memory") || m.Exports["memory"] != KindMemory {
+		t.Errorf("exports = %v", m.Exports)
+	}
+	if m.Functions != 3 || m.MaxLocals != 2 || m.MaxBranches != 4 || m.Cost != 16 {
+		t.Errorf("stats = %+v, want 3 functions, 2 locals, 4 control instructions, cost 16", *m)
+	}
+}
+
+func TestCheckLimits(t *testing.T) {
+	manyLocals := wasmtest.Module{Funcs: []wasmtest.Func{{Locals: bytes.Repeat([]byte{wasmtest.I32}, 11)}}}.Bytes()
+	tests := []struct {
+		name   string
+		wasm   []byte
+		limits Limits
+		what   string
+	}{
+		{name: "size", wasm: sample(), limits: Limits{ModuleBytes: 20}, what: "module size"},
+		{name: "functions", wasm: sample(), limits: Limits{Functions: 2}, what: "functions"},
+		{name: "body", wasm: sample(), limits: Limits{BodyBytes: 10}, what: "function body size"},
+		{name: "locals", wasm: manyLocals, limits: Limits{Locals: 10}, what: "locals"},
+		{name: "nested", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Nested(11)}}}.Bytes(), limits: Limits{Branches: 10}, what: "control instructions"},
+		{name: "sequential", wasm: wasmtest.Module{Funcs: []wasmtest.Func{ifs(11)}}.Bytes(), limits: Limits{Branches: 10}, what: "control instructions"},
+		{name: "cost", wasm: wasmtest.Module{Funcs: []wasmtest.Func{ifs(10), ifs(10)}}.Bytes(), limits: Limits{Branches: 10, Cost: 150}, what: "compile cost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Check(tt.wasm, tt.limits)
+			var le *LimitError
+			if !errors.As(err, &le) || !strings.HasPrefix(le.What, tt.what) {
+				t.Fatalf("Check() = %v, want a %q limit error", err, tt.what)
+			}
+		})
+	}
+}
+
+func TestCheckRefusesMalformed(t *testing.T) {
+	good := sample()
+	tests := []struct {
+		name, want string
+		wasm       []byte
+	}{
+		{name: "not wasm", wasm: []byte("#!/bin/sh"), want: "not a WebAssembly 1.0 binary module"},
+		{name: "truncated", wasm: good[:len(good)-3], want: "unexpected end"},
+		{name: "simd", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Code: []byte{0xfd, 0x0c}}}}.Bytes(), want: "unsupported instruction 0xfd"},
+		{name: "code without functions", wasm: wasmtest.Section(append([]byte(nil), good[:8]...), 10, []byte{0x02, 0x00, 0x0b}), want: "code section has 1 bodies for 0 declared functions"},
+		{name: "huge br_table", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Code: []byte{0x41, 0x00, 0x0e, 0xff, 0xff, 0xff, 0xff, 0x0f}}}}.Bytes(), want: "br_table with 4294967295 labels"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Check(tt.wasm, Limits{}); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Check() = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// FuzzCheck: Check never panics or hangs on any input, and what it accepts respects the limits. Crashes it
+// finds become entries of testdata/fuzz/FuzzCheck, which `go test` replays.
+//
+//	go test -run '^$' -fuzz FuzzCheck ./internal/wasmcheck
+func FuzzCheck(f *testing.F) {
+	f.Add(sample())
+	f.Add(wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Nested(40)}, ifs(30)}}.Bytes())
+	f.Add(wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Spin, Export: "_start"}}, Globals: 3, Memory: 1, Data: []byte("hi")}.Bytes())
+	limits := Limits{ModuleBytes: 1 << 20, Branches: 100, Cost: 5000}
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		m, err := Check(wasm, limits)
+		if err != nil {
+			return
+		}
+		if m.MaxBranches > limits.Branches || m.Cost > limits.Cost || len(wasm) > limits.ModuleBytes {
+			t.Fatalf("accepted a module beyond the limits: %+v", *m)
+		}
+	})
+}
+
+// TestAcceptsWhatWazeroCompiles: Check accepts modules wazero compiles (the fuzz seeds; the runtime's tests
+// load real Go plugins through Check).
+func TestAcceptsWhatWazeroCompiles(t *testing.T) {
+	ctx := context.Background()
+	for _, wasm := range [][]byte{
+		wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Nested(40)}, ifs(30)}}.Bytes(),
+		wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Spin, Export: "_start"}}, Globals: 3, Memory: 1, Data: []byte("hi")}.Bytes(),
+	} {
+		rt := wazero.NewRuntime(ctx)
+		if _, err := rt.CompileModule(ctx, wasm); err != nil {
+			t.Fatalf("wazero refuses the module: %v", err)
+		}
+		_ = rt.Close(ctx)
+		if _, err := Check(wasm, Limits{}); err != nil {
+			t.Errorf("Check refuses a module wazero compiles: %v", err)
+		}
+	}
+}

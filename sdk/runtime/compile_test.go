@@ -1,0 +1,113 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/osmhq/osm/sdk/internal/wasmtest"
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// sequentialIfs is a function body of n `if` blocks in a row: what makes wazero's compile time grow with the
+// square of a function's control instructions.
+func sequentialIfs(n int) wasmtest.Func {
+	return wasmtest.Func{Code: bytes.Repeat([]byte{0x41, 0x00, 0x04, wasmtest.Empty, 0x0b}, n)}
+}
+
+// TestModulesRefusedBeforeCompiling: modules that would hold a compile lane for minutes (the attack: 1 MiB of
+// nested blocks, > 400 s) or that cannot be plugins are refused by the check before compiling, at once, with
+// an error naming the limit.
+func TestModulesRefusedBeforeCompiling(t *testing.T) {
+	var compiles atomic.Int32
+	rt := newRuntime(t, runtime.Config{Hooks: runtime.Hooks{Compiled: func(runtime.CompileEvent) { compiles.Add(1) }}})
+	nested := wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Nested(350_000), Export: "osm_render"}}}.Bytes()
+	tooBig := append([]byte("\x00asm\x01\x00\x00\x00\x00\x80\x80\x80\x11\x01x"), make([]byte, 34<<20)...) // a 34 MiB custom section
+	costly := wasmtest.Module{Funcs: []wasmtest.Func{sequentialIfs(4_800), sequentialIfs(4_800), sequentialIfs(4_800)}}.Bytes()
+	command := wasmtest.Module{Funcs: []wasmtest.Func{
+		{Export: "_start"}, {Results: []byte{wasmtest.I32}, Code: wasmtest.I32Const(0), Export: "osm_metadata"},
+		{Results: []byte{wasmtest.I32}, Code: wasmtest.I32Const(0), Export: "osm_render"},
+	}}.Bytes()
+	tests := []struct {
+		name    string
+		wasm    []byte
+		wantMsg string
+	}{
+		{name: "1 MiB of nested blocks", wasm: nested, wantMsg: "control instructions 5001 in function 0 exceeds the limit of 5000"},
+		{name: "module too large", wasm: tooBig, wantMsg: "module size 35651599 exceeds the limit of 33554432"},
+		{name: "too many sequential blocks in one function", wasm: wasmtest.Module{Funcs: []wasmtest.Func{sequentialIfs(6_000)}}.Bytes(),
+			wantMsg: "control instructions 5001 in function 0"},
+		{name: "too many costly functions", wasm: costly, wantMsg: "compile cost (sum of squared control instructions per function) 69120000 in function 2 exceeds the limit of 64000000"},
+		{name: "WASI command", wasm: command, wantMsg: "rebuild it as a library: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			_, err := rt.Load(context.Background(), "hostile", tt.wasm)
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("refused after %s, want at once", took)
+			}
+			checkError(t, tt.name, err, runtime.ReasonInvalidModule, `plugin "hostile"`, tt.wantMsg)
+		})
+	}
+	if n := compiles.Load(); n != 0 {
+		t.Errorf("%d modules were compiled, want none", n)
+	}
+}
+
+// TestRealCommandModuleRefused builds a plugin the way the attack's author did, without -buildmode=c-shared, and
+// expects the load to say how to rebuild it instead of failing with "wasm error: unreachable".
+func TestRealCommandModuleRefused(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "healthy-command.wasm")
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/plugins/healthy")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building the command module: %v\n%s", err, b)
+	}
+	wasm, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newRuntime(t, runtime.Config{}).Load(context.Background(), "command", wasm)
+	checkError(t, "command module", err, runtime.ReasonInvalidModule, "module is a WASI command (it exports _start, not _initialize)",
+		"go build -buildmode=c-shared")
+}
+
+// TestSlowCompileLeavesALane: a module within the limits but slow to compile (seconds) holds one compile lane;
+// another plugin still loads meanwhile.
+func TestSlowCompileLeavesALane(t *testing.T) {
+	// Warm the disk cache, so that the healthy load below is quick and only the lane is in question.
+	load(t, newRuntime(t, runtime.Config{}), "healthy")
+	slowDone := make(chan struct{})
+	var slowDigest string
+	rt := newRuntime(t, runtime.Config{Hooks: runtime.Hooks{Compiled: func(e runtime.CompileEvent) {
+		if e.Digest == slowDigest {
+			close(slowDone)
+		}
+	}}})
+	slow := wasmtest.Module{Funcs: []wasmtest.Func{sequentialIfs(4_900), sequentialIfs(4_900)}}.Bytes()
+	// A custom section unique to this run keeps the module out of the shared disk cache of compiled code.
+	nonce := append(wasmtest.Name("nonce"), strconv.FormatInt(time.Now().UnixNano(), 10)...)
+	slow = append(append(append(slow, 0), wasmtest.U32(uint32(len(nonce)))...), nonce...)
+	slowDigest = runtime.Digest(slow)
+	slowErr := make(chan error, 1)
+	go func() {
+		_, err := rt.Load(context.Background(), "slow", slow)
+		slowErr <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // let the slow compile take its lane
+	load(t, rt, "healthy")
+	select {
+	case <-slowDone:
+		t.Error("the slow module finished compiling before the healthy one loaded; the test proves nothing")
+	default:
+	}
+	// The slow module compiles, then fails for lack of exports: it was never an attack on correctness.
+	checkError(t, "slow module", <-slowErr, runtime.ReasonMissingExport, "module does not export osm_metadata")
+}
