@@ -127,7 +127,9 @@ func totalAlloc() uint64 {
 // FuzzArchive feeds arbitrary bytes to the archive reader and the layout parser behind "osmctl plugin load".
 // Whatever the input, reading must stay within the limits and never panic.
 //
-//	go test -run '^$' -fuzz FuzzArchive -fuzztime 2m ./host/oci
+//	go test -run '^$' -fuzz FuzzArchive -fuzztime 2m -fuzzminimizetime 1x ./host/oci
+//
+// (Minimizing inputs that hold megabytes of entries takes the default minimizer minutes per input.)
 func FuzzArchive(f *testing.F) {
 	f.Add(validLayoutTar(f))
 	f.Add(paxSparseTar(f, "blobs/sha256/x", 1<<20))
