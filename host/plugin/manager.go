@@ -54,8 +54,8 @@ type Manager struct {
 	log      logr.Logger
 
 	// ctx ends at Close; background pulls run under it.
-	ctx    context.Context
-	cancel context.CancelFunc
+	ctx     context.Context
+	cancel  context.CancelFunc
 	janitor sync.WaitGroup
 
 	mu      sync.Mutex

@@ -47,7 +47,9 @@ type waitKey struct{}
 
 // WaitForPulls returns a context whose resolutions wait for image pulls (each bounded by PullTimeout) instead
 // of reporting them pending: for admission reviews and the CLI, which have a caller waiting for the answer.
-func WaitForPulls(ctx context.Context) context.Context { return context.WithValue(ctx, waitKey{}, true) }
+func WaitForPulls(ctx context.Context) context.Context {
+	return context.WithValue(ctx, waitKey{}, true)
+}
 
 func waitsForPulls(ctx context.Context) bool { b, _ := ctx.Value(waitKey{}).(bool); return b }
 
