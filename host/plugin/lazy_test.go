@@ -29,6 +29,16 @@ func TestIdentifyLoadsNothing(t *testing.T) {
 	if err != nil || src.ManifestDigest != image[strings.Index(image, "@")+1:] || src.ModuleDigest != "" {
 		t.Fatalf("Identify(image) = %+v, %v", src, err)
 	}
+	// A digest recorded at build time is used as is; one that does not match the module fails its calls.
+	recorded := fstest.MapFS{"healthy.wasm": {Data: healthy}, "healthy.wasm.sha256": {Data: []byte(strings.TrimPrefix(runtime.Digest(healthy), "sha256:") + "\n")},
+		"stale.wasm": {Data: healthy}, "stale.wasm.sha256": {Data: []byte(strings.Repeat("0", 64))}}
+	m2, _, _ := newManager(t, Config{}, recorded)
+	if src, err := m2.Identify(Reference{Builtin: "healthy"}); err != nil || src.ModuleDigest != runtime.Digest(healthy) {
+		t.Errorf("Identify with a recorded digest = %+v, %v", src, err)
+	}
+	if _, err := m2.Resolve(context.Background(), Reference{Builtin: "stale"}); err == nil || !strings.Contains(err.Error(), "module changed") {
+		t.Errorf("Resolve with a stale recorded digest: err = %v", err)
+	}
 	if _, err := m.Identify(Reference{Image: "registry.invalid/osm/p:1"}); err == nil || !strings.Contains(err.Error(), "not pinned by digest") {
 		t.Errorf("Identify(tag) error = %v", err)
 	}
