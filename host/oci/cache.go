@@ -149,8 +149,11 @@ func loadSalt(dir string) ([]byte, error) {
 		return nil, err
 	}
 	b, err := os.ReadFile(p)
-	if err != nil || len(b) != 32 {
-		return nil, fmt.Errorf("OCI cache salt %s is unreadable or corrupt (%v): delete it", p, err)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) != 32 {
+		return nil, fmt.Errorf("OCI cache salt %s is corrupt (%d bytes, want 32): delete it", p, len(b))
 	}
 	return b, nil
 }

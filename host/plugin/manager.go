@@ -220,7 +220,7 @@ func (m *Manager) hashBuiltin(name string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading built-in plugin %q: %w", name, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", fmt.Errorf("reading built-in plugin %q: %w", name, err)

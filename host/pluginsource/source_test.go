@@ -78,7 +78,10 @@ func TestIdentify(t *testing.T) {
 func TestResolveChecksCheapThingsFirst(t *testing.T) {
 	s, _ := newSource(t)
 	read := false
-	s.PullSecret = func(context.Context, string, string) ([]byte, error) { read = true; return nil, errors.New("unreachable") }
+	s.PullSecret = func(context.Context, string, string) ([]byte, error) {
+		read = true
+		return nil, errors.New("unreachable")
+	}
 	_, err := s.Resolve(context.Background(), "ns", &osmv1alpha1.PluginReference{Image: "registry.invalid/osm/myos:1.0", PullSecret: "creds"})
 	if err == nil || !strings.Contains(err.Error(), "not pinned by digest") || read {
 		t.Errorf("Resolve(tag) = %v, pull Secret read: %v", err, read)
