@@ -72,6 +72,9 @@ type loadFunc func(ctx context.Context, rt *runtime.Runtime) (*runtime.Module, e
 // acquire returns the module with the digest, pinned until release is called. If it is not loaded, load
 // loads it; with load nil, acquire returns a nil module instead.
 func (m *Manager) acquire(ctx context.Context, digest string, owner *byte, load loadFunc) (mod *runtime.Module, release func(), err error) {
+	if m.ctx.Err() != nil {
+		return nil, nil, &runtime.Error{Digest: digest, Reason: runtime.ReasonClosed, Detail: "the plugin manager is closed"}
+	}
 	m.mu.Lock()
 	if err, ok := m.mods.failed[digest]; ok {
 		m.mu.Unlock()
