@@ -96,6 +96,9 @@ type pluginFlags struct {
 	registryCA string
 	insecure   bool
 	plainHTTP  bool
+	maxLoaded  int
+	idle       time.Duration
+	pull       time.Duration
 }
 
 func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
@@ -106,11 +109,15 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
 	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
 	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
+	fs.IntVar(&p.maxLoaded, "plugin-max-loaded", plugin.DefaultMaxLoadedModules, "Most plugin modules kept loaded (~30 MiB each); beyond it the least recently used idle one is unloaded.")
+	fs.DurationVar(&p.idle, "plugin-idle-timeout", plugin.DefaultIdleTimeout, "Unload a plugin module no render used for this long.")
+	fs.DurationVar(&p.pull, "plugin-pull-timeout", plugin.DefaultPullTimeout, "Longest a plugin image pull may take, every byte included.")
 }
 
 func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
 	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20,
-		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP}}
+		MaxLoadedModules: p.maxLoaded, IdleTimeout: p.idle,
+		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP, PullTimeout: p.pull}}
 	if p.registryCA != "" {
 		var err error
 		if cfg.Registry.CABundle, err = os.ReadFile(p.registryCA); err != nil {

@@ -227,7 +227,7 @@ func (s *cliSource) Resolve(ctx context.Context, namespace string, ref *osmv1alp
 			return nil, err
 		}
 	}
-	src := &pluginsource.Source{Manager: manager, PullSecret: func(context.Context, string, string) ([]byte, error) { return creds, nil }}
+	src := &pluginsource.Source{Manager: manager, PullSecret: func(context.Context, string, string) ([]byte, error) { return creds, nil }, WaitForPulls: true}
 	p, err := src.Resolve(ctx, namespace, &withCreds)
 	var re *render.Error
 	if errors.As(err, &re) {

@@ -180,7 +180,9 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if o.Webhook.Port != 0 {
-		if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: settings}); err != nil {
+		// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
+		admission := &pluginsource.Source{Manager: plugins, PullSecret: source.PullSecret, WaitForPulls: true}
+		if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: admission, Settings: settings}); err != nil {
 			return nil, err
 		}
 		if err := webhooks.SetupExtensions(mgr, mgr.GetClient(), &validation.ExtensionValidator{Plugins: source, Settings: settings}); err != nil {

@@ -62,7 +62,8 @@ func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader())}
+	// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
+	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()), WaitForPulls: true}
 	if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: o.Settings}); err != nil {
 		return nil, err
 	}

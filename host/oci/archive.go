@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"testing/fstest"
 
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content/oci"
@@ -47,19 +48,15 @@ func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) error {
 	return writeTar(dir, w)
 }
 
-// Load reads an archive written by Save and pushes every artifact in it to targetRegistry ("host[:port]",
+// Load reads an archive written by Save (into memory, within the limits of readTar) and pushes every artifact in it to targetRegistry ("host[:port]",
 // optionally with a path prefix), keeping each repository path, tag and digest. It returns the pushed
 // references, pinned by digest, in the archive's order.
 func (c *Client) Load(ctx context.Context, r io.Reader, targetRegistry string) ([]string, error) {
-	dir, err := os.MkdirTemp("", "osm-oci-load-")
+	files, err := readTar(r, c.archiveLimits())
 	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	if err := readTar(r, dir); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
 	}
-	store, err := oci.NewWithContext(ctx, dir)
+	store, err := oci.NewFromFS(ctx, files)
 	if err != nil {
 		return nil, fmt.Errorf("load: not an OCI layout: %w", err)
 	}
@@ -131,41 +128,83 @@ func writeTar(dir string, w io.Writer) error {
 	return tw.Close()
 }
 
-// readTar extracts regular files into dir, refusing paths that would leave it.
-func readTar(r io.Reader, dir string) error {
+// Limits of an archive Load reads. An archive comes from elsewhere (it is carried across an air gap), so
+// everything it can make Load consume is bounded before it is read: a 10 KiB tar can claim an entry of
+// terabytes, or describe a sparse file that expands to gigabytes of zeros.
+type archiveLimits struct {
+	// entry bounds each file: the module size limit (a module is the largest blob of a layout).
+	entry int64
+	// total bounds the sum of the entries' sizes, which Load holds in memory.
+	total int64
+	// entries bounds the number of files; a layout holds three blobs per plugin and two index files.
+	entries int
+}
+
+func (c *Client) archiveLimits() archiveLimits {
+	return archiveLimits{entry: c.opts.MaxModuleSize, total: 512 << 20, entries: 4096}
+}
+
+// readTar reads an archive of an OCI layout into memory. Only regular files and directories are accepted,
+// within the limits; sparse files, links, devices
+// and paths leaving the archive are refused before any content is read.
+func readTar(r io.Reader, limits archiveLimits) (fstest.MapFS, error) {
 	tr := tar.NewReader(r)
-	for {
+	files := fstest.MapFS{}
+	var total int64
+	for n := 0; ; n++ {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return files, nil
 		}
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("reading the archive: %w", err)
 		}
-		if hdr.Typeflag == tar.TypeDir {
-			continue
+		if n >= limits.entries {
+			return nil, fmt.Errorf("archive has more than %d entries", limits.entries)
 		}
-		if hdr.Typeflag != tar.TypeReg {
-			return fmt.Errorf("archive entry %q is not a regular file", hdr.Name)
+		name, err := entryName(hdr, limits.entry)
+		if err != nil || name == "" {
+			return nil, err
 		}
-		name := path.Clean(hdr.Name)
-		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return fmt.Errorf("archive entry %q leaves the archive", hdr.Name)
+		if total += hdr.Size; total > limits.total {
+			return nil, fmt.Errorf("archive entries add up to more than %d bytes", limits.total)
 		}
-		p := filepath.Join(dir, filepath.FromSlash(name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return err
-		}
-		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+		// Read through a limit, not into a buffer of the claimed size: a header may lie about a size the
+		// archive does not have.
+		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size))
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("archive entry %q: %w", hdr.Name, err)
 		}
-		_, err = io.Copy(f, io.LimitReader(tr, hdr.Size))
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		if int64(len(data)) != hdr.Size {
+			return nil, fmt.Errorf("archive entry %q is truncated: %d of %d bytes", hdr.Name, len(data), hdr.Size)
 		}
-		if err != nil {
-			return err
+		files[name] = &fstest.MapFile{Data: data, Mode: 0o444}
+	}
+}
+
+// entryName checks an entry's header and returns its clean path, or "" for a directory (which needs no
+// entry of its own in memory).
+func entryName(hdr *tar.Header, maxEntry int64) (string, error) {
+	switch hdr.Typeflag {
+	case tar.TypeDir:
+		return "", nil
+	case tar.TypeReg:
+	case tar.TypeGNUSparse:
+		return "", fmt.Errorf("archive entry %q is a sparse file; a plugin archive has none", hdr.Name)
+	default:
+		return "", fmt.Errorf("archive entry %q is not a regular file (type %q); links and special files are refused", hdr.Name, hdr.Typeflag)
+	}
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return "", fmt.Errorf("archive entry %q is a sparse file; a plugin archive has none", hdr.Name)
 		}
 	}
+	if hdr.Size < 0 || hdr.Size > maxEntry {
+		return "", fmt.Errorf("archive entry %q claims %d bytes, more than the %d allowed", hdr.Name, hdr.Size, maxEntry)
+	}
+	name := path.Clean(hdr.Name)
+	if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") || !fs.ValidPath(name) || name == "." {
+		return "", fmt.Errorf("archive entry %q leaves the archive", hdr.Name)
+	}
+	return name, nil
 }

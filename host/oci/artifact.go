@@ -143,15 +143,41 @@ func (c *Client) Resolve(ctx context.Context, ref string) (string, digest.Digest
 // Pull fetches the plugin module of ref. A tag is resolved to a digest first (see Resolve). The manifest must
 // hash to the digest, be a wasm artifact with exactly one wasm layer, and the layer must hash to the digest the
 // manifest gives; anything else is an error that says which check failed. Verified blobs are cached.
+//
+// The whole pull is bounded by Options.PullTimeout. An artifact in the cache is served without contacting the
+// registry only to credentials the registry granted it before; other credentials first prove access with a
+// HEAD of the manifest.
 func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
+	if c.opts.PullTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeoutCause(ctx, c.opts.PullTimeout, errPullDeadline)
+		defer cancel()
+	}
+	a, err := c.pull(ctx, ref)
+	if err != nil && errors.Is(context.Cause(ctx), errPullDeadline) {
+		return nil, fmt.Errorf("pull %s: gave up after %s (the pull deadline; is the registry slow or stalled?): %w", ref, c.opts.PullTimeout, err)
+	}
+	return a, err
+}
+
+// errPullDeadline is the cause of a pull's context ending at Options.PullTimeout.
+var errPullDeadline = errors.New("pull deadline exceeded")
+
+func (c *Client) pull(ctx context.Context, ref string) (*Artifact, error) {
 	pinnedRef, md, err := c.Resolve(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
 	r, _ := parse(pinnedRef)
 	repo := c.repository(r)
-
 	manifestBytes, mCached := c.cache.get(md)
+	granted := c.cache.granted(c.credID, pinnedRef)
+	if mCached && !granted {
+		// Someone else's credentials put the manifest here; ask the registry whether ours may have it.
+		if _, err := repo.Manifests().Resolve(ctx, md.String()); err != nil {
+			return nil, fmt.Errorf("pull %s: check access: %w", pinnedRef, err)
+		}
+	}
 	if !mCached {
 		_, rc, err := repo.Manifests().FetchReference(ctx, md.String())
 		if err != nil {
@@ -197,6 +223,9 @@ func (c *Client) Pull(ctx context.Context, ref string) (*Artifact, error) {
 	if !lCached {
 		_ = c.cache.put(layer.Digest, module)
 	}
+	if !granted {
+		_ = c.cache.grant(c.credID, pinnedRef)
+	}
 	return &Artifact{Reference: pinnedRef, ManifestDigest: md, ModuleDigest: layer.Digest, Module: module,
 		Annotations: manifest.Annotations, FromCache: mCached && lCached,
 		MediaTypes: MediaTypes{Manifest: manifest.MediaType, ArtifactType: manifest.ArtifactType, Config: manifest.Config.MediaType, Layer: layer.MediaType}}, nil
@@ -225,6 +254,9 @@ func wasmManifest(manifestBytes []byte) (*ocispec.Manifest, error) {
 	}
 	if err := layer.Digest.Validate(); err != nil {
 		return nil, fmt.Errorf("layer digest %q: %w", layer.Digest, err)
+	}
+	if layer.Size < 0 {
+		return nil, fmt.Errorf("layer size %d is negative", layer.Size)
 	}
 	return &m, nil
 }

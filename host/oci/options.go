@@ -16,8 +16,8 @@ import (
 )
 
 // DefaultMaxModuleSize bounds a pulled module. Go plugins are 2–4 MB; the bound keeps a hostile registry from
-// filling memory or the cache.
-const DefaultMaxModuleSize = 64 << 20
+// filling memory or the cache, and a module this size still compiles within the runtime's limits.
+const DefaultMaxModuleSize = 32 << 20
 
 // maxManifestSize bounds a manifest, which for a wasm artifact is well under a kilobyte.
 const maxManifestSize = 4 << 20
@@ -41,6 +41,10 @@ type Options struct {
 	CacheDir string
 	// MaxModuleSize bounds a pulled module. Default DefaultMaxModuleSize.
 	MaxModuleSize int64
+	// PullTimeout bounds a whole Pull (every request and every byte of every body, retries included), so a
+	// registry that answers one byte a second cannot hold the caller for longer. Zero means only the caller's
+	// context bounds it.
+	PullTimeout time.Duration
 	// UserAgent is sent to registries. Default "osm".
 	UserAgent string
 	// Transport replaces the HTTP transport built from the TLS options (tests, proxies).
@@ -52,6 +56,9 @@ type Client struct {
 	opts  Options
 	http  *auth.Client
 	cache *blobCache
+	// credID identifies the credentials this client pulls with (see credentialIdentity); the cache serves an
+	// artifact without asking the registry only to the credentials that were granted it before.
+	credID []byte
 }
 
 // NewClient checks the options and builds the HTTP client once, so every operation shares connections and
@@ -86,7 +93,8 @@ func NewClient(opts Options) (*Client, error) {
 		store = credentials.NewStoreWithFallbacks(store, file)
 	}
 	c := &Client{
-		opts: opts,
+		opts:   opts,
+		credID: credentialIdentity(opts),
 		http: &auth.Client{
 			Client:     &http.Client{Transport: retry.NewTransport(transport), Timeout: 5 * time.Minute},
 			Cache:      auth.NewCache(),

@@ -21,7 +21,7 @@ import (
 //
 //	go test -run '^$' -bench ControllerRestart -count 5 ./host/plugin
 func BenchmarkControllerRestart(b *testing.B) {
-	ctx := context.Background()
+	ctx := WaitForPulls(context.Background())
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	host := strings.TrimPrefix(srv.URL, "http://")
 	pusher, err := oci.NewClient(oci.Options{PlainHTTP: true})

@@ -8,6 +8,23 @@ import (
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
+// Defaults for Config fields left zero.
+const (
+	// DefaultMaxLoadedModules bounds loaded modules. A loaded Go plugin costs ~30 MB (machine code, a warm
+	// instance); eight of them fit the controller's 1 GiB limit next to its caches, and cover the six built-ins.
+	DefaultMaxLoadedModules = 8
+	// DefaultIdleTimeout unloads a module no call used for this long; a profile in use renders far more often
+	// (every MachineDeployment change and token refresh).
+	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultPullTimeout bounds one pull of a plugin image, every byte included.
+	DefaultPullTimeout = 60 * time.Second
+	// DefaultMaxConcurrentPulls bounds pulls running at once; more wait their turn.
+	DefaultMaxConcurrentPulls = 2
+	// DefaultPendingAfter is how long a resolution waits for a pull before reporting it pending, so a fast
+	// registry costs no requeue and a slow one holds no worker.
+	DefaultPendingAfter = time.Second
+)
+
 // Config configures a Manager. The zero value is usable: production limits, memory-only caches.
 type Config struct {
 	// MemoryLimit caps each plugin instance's memory, in bytes. Default runtime.DefaultMemoryLimit.
@@ -16,6 +33,13 @@ type Config struct {
 	Timeout time.Duration
 	// MaxIdleInstances is how many warm instances each plugin keeps. Default GOMAXPROCS.
 	MaxIdleInstances int
+	// MaxLoadedModules bounds the modules kept loaded. Beyond it the least recently used module without a call
+	// in flight is unloaded; its next call loads it again (from CacheDir: a tenth of a second). Default
+	// DefaultMaxLoadedModules.
+	MaxLoadedModules int
+	// IdleTimeout unloads a module no call has used for this long. Default DefaultIdleTimeout; negative keeps
+	// modules until the bound evicts them.
+	IdleTimeout time.Duration
 	// CacheDir holds compiled code (<dir>/wazero) and pulled artifacts (<dir>/oci) across restarts. Empty keeps
 	// both in memory only, which makes every controller restart compile every plugin from scratch.
 	CacheDir string
@@ -33,6 +57,32 @@ type RegistryConfig struct {
 	PlainHTTP bool
 	// MaxModuleSize bounds a pulled module. Default oci.DefaultMaxModuleSize.
 	MaxModuleSize int64
+	// PullTimeout bounds one pull, from its first request to its last byte. Default DefaultPullTimeout.
+	PullTimeout time.Duration
+	// MaxConcurrentPulls bounds pulls running at once. Default DefaultMaxConcurrentPulls.
+	MaxConcurrentPulls int
+	// PendingAfter is how long Resolve waits for a pull before returning a PendingError, unless its context
+	// comes from WaitForPulls. Default DefaultPendingAfter.
+	PendingAfter time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxLoadedModules <= 0 {
+		c.MaxLoadedModules = DefaultMaxLoadedModules
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.Registry.PullTimeout <= 0 {
+		c.Registry.PullTimeout = DefaultPullTimeout
+	}
+	if c.Registry.MaxConcurrentPulls <= 0 {
+		c.Registry.MaxConcurrentPulls = DefaultMaxConcurrentPulls
+	}
+	if c.Registry.PendingAfter <= 0 {
+		c.Registry.PendingAfter = DefaultPendingAfter
+	}
+	return c
 }
 
 func (c Config) runtimeConfig(hooks runtime.Hooks) runtime.Config {
@@ -50,6 +100,7 @@ func (c Config) ociOptions(dockerConfig []byte) oci.Options {
 		InsecureSkipTLSVerify: c.Registry.InsecureSkipTLSVerify,
 		PlainHTTP:             c.Registry.PlainHTTP,
 		MaxModuleSize:         c.Registry.MaxModuleSize,
+		PullTimeout:           c.Registry.PullTimeout,
 		UserAgent:             "osm-controller",
 	}
 	if c.CacheDir != "" {

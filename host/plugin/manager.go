@@ -3,18 +3,22 @@ package plugin
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"path"
 	"sort"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -39,41 +43,80 @@ func (r Reference) String() string {
 	return r.Image
 }
 
-// Manager loads plugins and keeps them loaded. It is safe for concurrent use.
+// Manager resolves plugin references and keeps a bounded set of modules loaded. It is safe for concurrent use.
+//
+// It separates knowing which module a reference names (Identify: no compile, no pull) from having it ready
+// to call (Resolve, and every call through the returned Plugin), because the first is what status and render
+// hashes need on every reconcile, and the second costs tens of megabytes per module.
 type Manager struct {
 	cfg      Config
-	rt       *runtime.Runtime
+	hooks    runtime.Hooks
 	builtins fs.FS
 	metrics  *metrics
 	log      logr.Logger
 
+	// ctx ends at Close; background pulls run under it.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	janitor sync.WaitGroup
+
 	mu      sync.Mutex
-	byName  map[string]*runtime.Module // builtin name -> module
-	byImage map[string]*runtime.Module // pinned image reference -> module
+	digests map[string]string // built-in name -> module digest, computed once from the embedded bytes
+	meta    map[string]abi.Metadata
+	mods    modules
+	pulls   pulls
 	clients map[[sha256.Size]byte]*oci.Client
 }
 
+// maxRememberedMetadata bounds the metadata kept for modules no longer loaded.
+const maxRememberedMetadata = 1024
+
 // New creates a Manager. builtins holds the embedded plugins as <name>.wasm files at its root (the
 // controller passes the plugins package's embedded dist directory; nil means none). Metrics are registered on
-// reg (controller-runtime's metrics.Registry in the controller).
+// reg (controller-runtime's metrics.Registry in the controller). Nothing is compiled until a plugin is called.
 func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger) (*Manager, error) {
+	cfg = cfg.withDefaults()
 	met, err := newMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("registering plugin metrics: %w", err)
 	}
 	m := &Manager{cfg: cfg, builtins: builtins, metrics: met, log: log,
-		byName: map[string]*runtime.Module{}, byImage: map[string]*runtime.Module{}, clients: map[[sha256.Size]byte]*oci.Client{}}
-	m.rt, err = runtime.New(cfg.runtimeConfig(met.hooks(m.logOutput, m.logCompile)))
+		digests: map[string]string{}, meta: map[string]abi.Metadata{}, clients: map[[sha256.Size]byte]*oci.Client{}}
+	m.mods.init()
+	m.pulls.init(cfg.Registry.MaxConcurrentPulls)
+	m.hooks = met.hooks(m.logOutput, m.logCompile)
+	// Each loaded module gets a runtime of its own (see modules); this one only checks the configuration.
+	rt, err := runtime.New(cfg.runtimeConfig(m.hooks))
 	if err != nil {
 		return nil, err
 	}
+	_ = rt.Close(context.Background())
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	m.startJanitor()
 	return m, nil
 }
 
-// logOutput puts guest stdout/stderr into the controller's log, where a plugin's panics and diagnostics go.
+// maxLoggedOutput bounds the guest output put into one log line.
+const maxLoggedOutput = 512
+
+// logOutput puts guest stdout/stderr into the controller's log at debug verbosity, as one truncated line:
+// a plugin decides what it writes, so at the default level it must not be able to fill the log.
 func (m *Manager) logOutput(e runtime.OutputEvent) {
-	m.log.Info("plugin output", "plugin", e.Plugin, "digest", e.Digest, "export", e.Export, "stream", e.Stream,
-		"output", strings.TrimRight(e.Text, "\n"), "truncated", e.Truncated)
+	log := m.log.V(1)
+	if !log.Enabled() {
+		return
+	}
+	text := strings.ReplaceAll(strings.TrimRight(e.Text, "\n"), "\n", " ⏎ ")
+	truncated := e.Truncated
+	if len(text) > maxLoggedOutput {
+		cut := maxLoggedOutput
+		for cut > 0 && !utf8.RuneStart(text[cut]) {
+			cut--
+		}
+		text, truncated = text[:cut], true
+	}
+	log.Info("plugin output", "plugin", e.Plugin, "digest", e.Digest, "export", e.Export, "stream", e.Stream,
+		"output", text, "truncated", truncated)
 }
 
 func (m *Manager) logCompile(e runtime.CompileEvent) {
@@ -84,47 +127,122 @@ func (m *Manager) logCompile(e runtime.CompileEvent) {
 	m.log.V(1).Info("compiled plugin", "plugin", e.Plugin, "digest", e.Digest, "seconds", e.Duration.Seconds(), "cache", e.Layer)
 }
 
-// Resolve returns the plugin for ref, loading it on first use, with ref.Config checked against its schema.
-// Errors are one line naming the plugin; load failures of a module are remembered by digest, so a broken
-// plugin costs one compile, not one per reconcile.
-func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
-	var (
-		mod    *runtime.Module
-		source Source
-		err    error
-	)
+// Identify checks ref and says which module it names, without compiling or pulling anything: a built-in's
+// digest is the hash of its embedded bytes, an image's identity its pinned manifest digest (ModuleDigest is
+// left empty for images). Status conditions and render hashes use it on every reconcile.
+func (m *Manager) Identify(ref Reference) (Source, error) {
 	switch {
 	case ref.Builtin != "" && ref.Image != "":
-		return nil, errors.New("plugin reference sets both builtin and image; set one")
+		return Source{}, errors.New("plugin reference sets both builtin and image; set one")
 	case ref.Builtin != "":
-		mod, err = m.Builtin(ctx, ref.Builtin)
-		source = Source{Builtin: ref.Builtin}
+		d, err := m.builtinDigest(ref.Builtin)
+		return Source{Builtin: ref.Builtin, ModuleDigest: d}, err
 	case ref.Image != "":
-		mod, source, err = m.image(ctx, ref.Image, ref.PullSecret)
+		at := strings.LastIndex(ref.Image, "@sha256:")
+		if at < 0 {
+			return Source{}, fmt.Errorf("plugin image %q is not pinned by digest: use %s@sha256:<digest> (osmctl resolves a tag to its digest)", ref.Image, ref.Image)
+		}
+		return Source{Image: ref.Image, ManifestDigest: ref.Image[at+1:]}, nil
 	default:
-		return nil, errors.New("plugin reference sets neither builtin nor image")
+		return Source{}, errors.New("plugin reference sets neither builtin nor image")
 	}
+}
+
+// Metadata returns the metadata of the module with the digest if it was loaded before in this process.
+func (m *Manager) Metadata(moduleDigest string) (abi.Metadata, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	md, ok := m.meta[moduleDigest]
+	return md, ok
+}
+
+// Resolve returns the plugin for ref, ready to call, with ref.Config checked against its schema. It checks
+// the cheap things first (the reference, the digest), then pulls the image if needed (see PendingError) and
+// loads the module. The module stays loaded only as long as the bound and the idle timeout allow: every
+// call through the Plugin takes it back if it was unloaded. Errors are one line naming the plugin; load
+// failures of a module are remembered by digest, so a broken plugin costs one compile, not one per reconcile.
+func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
+	source, err := m.Identify(ref)
 	if err != nil {
 		return nil, err
 	}
-	source.ModuleDigest = mod.Digest()
-	md := mod.Metadata()
-	config, err := md.ApplyConfig(ref.Config)
+	p := &Plugin{Source: source, m: m, ref: ref, owner: new(byte)}
+	mod, release, err := p.acquire(ctx)
 	if err != nil {
+		return nil, err
+	}
+	defer release()
+	if source.ModuleDigest != "" && mod.Digest() != source.ModuleDigest {
+		return nil, fmt.Errorf("plugin %s: module changed from %s to %s", ref, source.ModuleDigest, mod.Digest())
+	}
+	p.Source.ModuleDigest = mod.Digest()
+	p.meta = mod.Metadata()
+	p.validates = mod.Implements(abi.ExportValidate)
+	p.encodes = mod.Implements(abi.ExportEncode)
+	if p.Config, err = p.meta.ApplyConfig(ref.Config); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", ref, err)
 	}
-	return &Plugin{Module: mod, Source: source, Config: config}, nil
+	return p, nil
 }
 
-// Builtin loads the embedded plugin name.
-func (m *Manager) Builtin(ctx context.Context, name string) (*runtime.Module, error) {
+// builtinDigest returns the digest of the embedded plugin name, hashing its bytes on first use.
+func (m *Manager) builtinDigest(name string) (string, error) {
 	m.mu.Lock()
-	mod, ok := m.byName[name]
+	d, ok := m.digests[name]
 	m.mu.Unlock()
 	if ok {
-		m.metrics.cacheHits.WithLabelValues(string(runtime.LayerMemory)).Inc()
-		return mod, nil
+		return d, nil
 	}
+	d, err := m.hashBuiltin(name)
+	if err != nil {
+		return "", err
+	}
+	m.mu.Lock()
+	m.digests[name] = d
+	m.mu.Unlock()
+	return d, nil
+}
+
+// hashBuiltin computes the digest runtime.Digest gives the embedded plugin name, streaming it: the six
+// built-ins are 25 MiB, which a copy would put on the heap just to hash them.
+func (m *Manager) hashBuiltin(name string) (string, error) {
+	if err := m.checkBuiltin(name); err != nil {
+		return "", err
+	}
+	// A digest recorded beside the module at build time saves reading it at all (the pages of the binary
+	// that hold it then never become resident). A wrong one fails every call loudly (see call).
+	if b, err := fs.ReadFile(m.builtins, name+".wasm.sha256"); err == nil {
+		if hexDigest := strings.TrimSpace(string(b)); len(hexDigest) == 64 && strings.Trim(hexDigest, "0123456789abcdef") == "" {
+			return "sha256:" + hexDigest, nil
+		}
+	}
+	f, err := m.builtins.Open(name + ".wasm")
+	if err != nil {
+		return "", fmt.Errorf("reading built-in plugin %q: %w", name, err)
+	}
+	defer func() { _ = f.Close() }()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("reading built-in plugin %q: %w", name, err)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkBuiltin refuses names that are not a plugin file at the root of the built-ins.
+func (m *Manager) checkBuiltin(name string) error {
+	if m.builtins == nil || !fs.ValidPath(name) || strings.Contains(name, "/") {
+		return m.unknownBuiltin(name)
+	}
+	if _, err := fs.Stat(m.builtins, name+".wasm"); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return m.unknownBuiltin(name)
+		}
+		return fmt.Errorf("reading built-in plugin %q: %w", name, err)
+	}
+	return nil
+}
+
+func (m *Manager) builtinBytes(name string) ([]byte, error) {
 	if m.builtins == nil || !fs.ValidPath(name) || strings.Contains(name, "/") {
 		return nil, m.unknownBuiltin(name)
 	}
@@ -135,14 +253,16 @@ func (m *Manager) Builtin(ctx context.Context, name string) (*runtime.Module, er
 	if err != nil {
 		return nil, fmt.Errorf("reading built-in plugin %q: %w", name, err)
 	}
-	mod, err = m.rt.Load(ctx, name, wasm)
+	return wasm, nil
+}
+
+// loadBuiltin compiles (or takes from the disk cache) the embedded plugin name into rt.
+func (m *Manager) loadBuiltin(ctx context.Context, rt *runtime.Runtime, name string) (*runtime.Module, error) {
+	wasm, err := m.builtinBytes(name)
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	m.byName[name] = mod
-	m.mu.Unlock()
-	return mod, nil
+	return rt.Load(ctx, name, wasm)
 }
 
 func (m *Manager) unknownBuiltin(name string) error {
@@ -169,42 +289,17 @@ func (m *Manager) BuiltinNames() ([]string, error) {
 	return names, nil
 }
 
-// image loads a plugin image pinned by digest.
-func (m *Manager) image(ctx context.Context, ref string, pullSecret []byte) (*runtime.Module, Source, error) {
-	at := strings.LastIndex(ref, "@sha256:")
-	if at < 0 {
-		return nil, Source{}, fmt.Errorf("plugin image %q is not pinned by digest: use %s@sha256:<digest> (osmctl resolves a tag to its digest)", ref, ref)
-	}
-	source := Source{Image: ref, ManifestDigest: ref[at+1:]}
-	name := ref[:at]
+// remember keeps a loaded module's metadata, so Identify's callers can show it after the module is unloaded.
+func (m *Manager) remember(mod *runtime.Module) {
 	m.mu.Lock()
-	mod, ok := m.byImage[ref]
-	m.mu.Unlock()
-	if ok {
-		m.metrics.cacheHits.WithLabelValues(string(runtime.LayerMemory)).Inc()
-		return mod, source, nil
+	defer m.mu.Unlock()
+	if len(m.meta) >= maxRememberedMetadata {
+		for k := range m.meta {
+			delete(m.meta, k)
+			break
+		}
 	}
-	client, err := m.client(pullSecret)
-	if err != nil {
-		m.metrics.failures.WithLabelValues(name, string(ReasonPullError)).Inc()
-		return nil, source, fmt.Errorf("plugin image %s: %w", ref, err)
-	}
-	art, err := client.Pull(ctx, ref)
-	if err != nil {
-		m.metrics.failures.WithLabelValues(name, string(ReasonPullError)).Inc()
-		return nil, source, err
-	}
-	if art.FromCache {
-		m.metrics.cacheHits.WithLabelValues("oci").Inc()
-	}
-	mod, err = m.rt.Load(ctx, name, art.Module)
-	if err != nil {
-		return nil, source, err
-	}
-	m.mu.Lock()
-	m.byImage[ref] = mod
-	m.mu.Unlock()
-	return mod, source, nil
+	m.meta[mod.Digest()] = mod.Metadata()
 }
 
 // client returns an OCI client for the pull secret, reusing clients so their token caches survive.
@@ -223,5 +318,11 @@ func (m *Manager) client(pullSecret []byte) (*oci.Client, error) {
 	return c, nil
 }
 
-// Close unloads every plugin.
-func (m *Manager) Close(ctx context.Context) error { return m.rt.Close(ctx) }
+// Close stops pulls and the idle timer and unloads every plugin, after the calls in flight.
+func (m *Manager) Close(ctx context.Context) error {
+	m.cancel()
+	m.janitor.Wait()
+	m.pulls.wait()
+	m.unloadAll()
+	return nil
+}

@@ -69,7 +69,7 @@ func newManager(t *testing.T, cfg Config, builtins fstest.MapFS) (*Manager, *pro
 		logs.mu.Lock()
 		logs.lines = append(logs.lines, args)
 		logs.mu.Unlock()
-	}, funcr.Options{})
+	}, funcr.Options{Verbosity: 1})
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = sharedCache(t)
 	}
@@ -109,8 +109,9 @@ func TestResolveBuiltin(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if got := testutil.ToFloat64(m.metrics.cacheHits.WithLabelValues("memory")); got != 1 {
-		t.Errorf("memory cache hits = %v, want 1", got)
+	// The render and the second resolution found the module loaded.
+	if got := testutil.ToFloat64(m.metrics.cacheHits.WithLabelValues("memory")); got != 2 {
+		t.Errorf("memory cache hits = %v, want 2", got)
 	}
 	if n := testutil.CollectAndCount(m.metrics.calls, "osm_plugin_call_duration_seconds"); n < 2 {
 		t.Errorf("call duration series = %d, want osm_metadata and osm_render", n)
@@ -176,12 +177,13 @@ func TestResolveImage(t *testing.T) {
 
 	dir := t.TempDir()
 	m, _, _ := newManager(t, Config{CacheDir: dir, Registry: RegistryConfig{PlainHTTP: true}}, nil)
+	ctx = WaitForPulls(ctx)
 	p, err := m.Resolve(ctx, Reference{Image: art.Reference})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Source.ManifestDigest != art.ManifestDigest.String() || p.Source.ModuleDigest != runtime.Digest(wasm) || p.Module.Name() != host+"/osm/healthy" {
-		t.Errorf("source = %+v, name %q", p.Source, p.Module.Name())
+	if mod, ok := m.loadedModule(p.Source.ModuleDigest); !ok || p.Source.ManifestDigest != art.ManifestDigest.String() || p.Source.ModuleDigest != runtime.Digest(wasm) || mod.Name() != host+"/osm/healthy" {
+		t.Errorf("source = %+v, loaded %v", p.Source, ok)
 	}
 	if _, err := p.Render(ctx, renderRequest()); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,8 @@ type metrics struct {
 	calls     *prometheus.HistogramVec
 	failures  *prometheus.CounterVec
 	cacheHits *prometheus.CounterVec
+	loaded    prometheus.Gauge
+	evictions prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -39,6 +41,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "osm_plugin_cache_hits_total",
 			Help: "Plugin loads served from a cache layer: memory (already loaded), disk (compiled code), oci (pulled artifact).",
 		}, []string{"layer"}),
+		loaded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "osm_plugin_loaded_modules",
+			Help: "Plugin modules loaded (compiled and instantiated) now; bounded by the loaded-modules limit.",
+		}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "osm_plugin_unloads_total",
+			Help: "Plugin modules unloaded to stay within the loaded-modules limit, after the idle timeout, or after an admission review.",
+		}),
 	}
 	var err error
 	if m.compile, err = register(reg, m.compile); err != nil {
@@ -51,6 +61,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.cacheHits, err = register(reg, m.cacheHits); err != nil {
+		return nil, err
+	}
+	if m.loaded, err = register(reg, m.loaded); err != nil {
+		return nil, err
+	}
+	if m.evictions, err = register(reg, m.evictions); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -1,15 +1,19 @@
 // Package pluginsource connects the render pipeline to the plugin manager: it turns a profile's
-// spec.plugin into a loaded plugin, fetching the image pull Secret when the reference names one.
+// spec.plugin into a loaded plugin, fetching the image pull Secret when the reference names one, or names the
+// plugin's module without loading it (Identify) for status and render hashes.
 package pluginsource
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -21,15 +25,26 @@ type Source struct {
 	Manager *plugin.Manager
 	// PullSecret fetches pull Secrets; nil means references with a pullSecret cannot be resolved.
 	PullSecret PullSecretFunc
+	// WaitForPulls makes resolutions wait for image pulls (each bounded by the pull timeout) instead of
+	// returning a plugin.PendingError: for admission reviews and the CLI, where someone waits for the answer.
+	// Reconcilers leave it unset, so a slow registry never holds a worker.
+	WaitForPulls bool
 }
 
-var _ render.PluginSource = (*Source)(nil)
+var (
+	_ render.PluginSource     = (*Source)(nil)
+	_ render.PluginIdentifier = (*Source)(nil)
+)
 
-// Resolve loads the plugin ref names. Errors carry the condition reason that fits: PluginNotFound for an
-// unknown built-in, PluginPullFailed when the image or its pull Secret cannot be fetched, PluginInvalid when
-// the module is not a plugin this host can run.
+// Resolve loads the plugin ref names, checking the cheap things first: the reference, then the pull Secret,
+// then the pull and the load. Errors carry the condition reason that fits: PluginNotFound for an unknown
+// built-in, PluginPullFailed when the image or its pull Secret cannot be fetched (or is still being pulled:
+// errors.Is(err, plugin.ErrPending)), PluginInvalid when the module is not a plugin this host can run.
 func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
 	pref := plugin.Reference{Builtin: ref.Builtin, Image: ref.Image, Config: ref.Config}
+	if _, err := s.Manager.Identify(pref); err != nil {
+		return nil, &render.Error{Reason: reason(ref, err), Err: err}
+	}
 	if ref.PullSecret != "" {
 		if s.PullSecret == nil {
 			return nil, &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: fmt.Errorf("plugin %s: pull Secret %q cannot be read here", pref, ref.PullSecret)}
@@ -40,11 +55,37 @@ func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1
 		}
 		pref.PullSecret = data
 	}
+	if s.WaitForPulls {
+		ctx = plugin.WaitForPulls(ctx)
+	}
 	p, err := s.Manager.Resolve(ctx, pref)
 	if err != nil {
 		return nil, &render.Error{Reason: reason(ref, err), Err: err}
 	}
 	return &loaded{Plugin: p}, nil
+}
+
+// Identify names the module ref refers to without pulling, compiling or reading a Secret: a built-in by the
+// digest of its embedded bytes, an image by its pinned manifest digest. Name and Version come from the
+// plugin's metadata once it has been loaded in this process; before that, Name is the built-in's name or the
+// image's repository name, and the metadata is nil.
+func (s *Source) Identify(_ context.Context, _ string, ref *osmv1alpha1.PluginReference) (osmv1alpha1.ResolvedPlugin, *abi.Metadata, error) {
+	src, err := s.Manager.Identify(plugin.Reference{Builtin: ref.Builtin, Image: ref.Image})
+	if err != nil {
+		return osmv1alpha1.ResolvedPlugin{}, nil, &render.Error{Reason: reason(ref, err), Err: err}
+	}
+	id := osmv1alpha1.ResolvedPlugin{Name: src.Builtin, Source: "builtin", Digest: src.ModuleDigest}
+	if src.Image != "" {
+		id.Source, id.Digest = src.Image, src.ManifestDigest
+		id.Name = path.Base(src.Image[:strings.LastIndex(src.Image, "@")])
+		return id, nil, nil
+	}
+	md, ok := s.Manager.Metadata(src.ModuleDigest)
+	if !ok {
+		return id, nil, nil
+	}
+	id.Name, id.Version = md.Name, md.Version
+	return id, &md, nil
 }
 
 func reason(ref *osmv1alpha1.PluginReference, err error) string {

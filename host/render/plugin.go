@@ -26,3 +26,11 @@ type PluginSource interface {
 	// Reason): PluginNotFound, PluginPullFailed or PluginInvalid.
 	Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (Plugin, error)
 }
+
+// PluginIdentifier is implemented by plugin sources that can name a profile's plugin module without loading
+// it (no pull, no compile), for what every reconcile needs: status and render hashes. The digest is the
+// module's for a built-in and the pinned manifest digest for an image; metadata is nil unless the module
+// was loaded before.
+type PluginIdentifier interface {
+	Identify(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (osmv1alpha1.ResolvedPlugin, *abi.Metadata, error)
+}

@@ -33,6 +33,9 @@ type pluginValidator interface {
 	Validate(ctx context.Context, req *abi.ValidateRequest) (*abi.ValidateResponse, error)
 }
 
+// discarder is implemented by plugins that can be unloaded once the caller is done with them.
+type discarder interface{ Discard() }
+
 var (
 	semverPattern = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
 	namePattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
@@ -52,6 +55,9 @@ func (v *ProfileValidator) Validate(ctx context.Context, osp *osmv1alpha1.Operat
 	spec := field.NewPath("spec")
 	errs := v.ValidateStructure(osp)
 	plugin, perrs := v.validatePlugin(ctx, osp, spec)
+	if d, ok := plugin.(discarder); ok {
+		defer d.Discard() // a review keeps nothing loaded; the profile's first render loads the plugin again
+	}
 	errs = append(errs, perrs...)
 	if len(errs) > 0 {
 		// A trial render would only repeat these errors less precisely.

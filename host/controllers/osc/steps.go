@@ -48,11 +48,19 @@ func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
 	return nil
 }
 
-// pluginDigest resolves the profile's plugin (from memory after the first load) for the render hash. A plugin
-// that does not resolve hashes as empty; the render then reports why.
+// pluginDigest names the profile's plugin module for the render hash, without loading it when the source
+// can tell (render.PluginIdentifier). A plugin that does not resolve hashes as empty; the render then
+// reports why.
 func (r *Reconciler) pluginDigest(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) string {
 	if osp.Spec.Plugin == nil || r.Renderer.Plugins == nil {
 		return ""
+	}
+	if ider, ok := r.Renderer.Plugins.(render.PluginIdentifier); ok {
+		id, _, err := ider.Identify(ctx, osp.Namespace, osp.Spec.Plugin)
+		if err != nil {
+			return ""
+		}
+		return id.Digest
 	}
 	p, err := r.Renderer.Plugins.Resolve(ctx, osp.Namespace, osp.Spec.Plugin)
 	if err != nil {
@@ -227,6 +235,11 @@ func (r *Reconciler) renderFailure(ctx context.Context, err error) error {
 	s := &stallingError{reason: reason, err: err}
 	if reason == osmv1alpha1.ReasonPluginFailed || reason == osmv1alpha1.ReasonPluginPullFailed {
 		s.retryAfter = r.StalledRetry
+	}
+	// A plugin image still being pulled in the background: look again soon instead of holding this worker.
+	var pending interface{ RetryAfter() time.Duration }
+	if errors.As(err, &pending) {
+		s.retryAfter = pending.RetryAfter()
 	}
 	return s
 }

@@ -22,6 +22,7 @@ import (
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/validation"
+	"github.com/osmhq/osm/sdk/abi"
 )
 
 // LabelDefault marks the profiles OSM installs; only those are updated when a newer one ships.
@@ -80,7 +81,7 @@ func (r *Reconciler) resolve(ctx context.Context, osp *osmv1alpha1.OperatingSyst
 		set(osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "templates-only profile")
 		return
 	}
-	p, err := r.Plugins.Resolve(ctx, osp.Namespace, osp.Spec.Plugin)
+	id, md, err := r.identify(ctx, osp)
 	if err != nil {
 		reason := render.Reason(err)
 		msg := strings.Join(strings.Fields(err.Error()), " ")
@@ -89,9 +90,13 @@ func (r *Reconciler) resolve(ctx context.Context, osp *osmv1alpha1.OperatingSyst
 		r.Recorder.Event(osp, "Warning", reason, msg)
 		return
 	}
-	id := p.Identity()
 	osp.Status.Plugin = &id
-	md := p.Metadata()
+	if md == nil {
+		// Not loaded yet: admission checked the plugin supports the profile, and the first render loads it.
+		set(osmv1alpha1.ConditionPluginResolved, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, fmt.Sprintf("plugin %s resolved to %s", id.Name, id.Digest))
+		set(osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "profile can render")
+		return
+	}
 	if !md.SupportsOS(string(osp.Spec.OSName), osp.Spec.OSVersion) {
 		msg := fmt.Sprintf("plugin %q does not support %s %s", md.Name, osp.Spec.OSName, osp.Spec.OSVersion)
 		set(osmv1alpha1.ConditionPluginResolved, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "resolved to "+id.Digest)
@@ -100,6 +105,20 @@ func (r *Reconciler) resolve(ctx context.Context, osp *osmv1alpha1.OperatingSyst
 	}
 	set(osmv1alpha1.ConditionPluginResolved, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, fmt.Sprintf("plugin %s %s resolved to %s", md.Name, md.Version, id.Digest))
 	set(osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "profile can render")
+}
+
+// identify names the profile's plugin without loading it when the source can (render.PluginIdentifier):
+// resolving a profile for its status must not compile its plugin. The metadata is nil when not known yet.
+func (r *Reconciler) identify(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) (osmv1alpha1.ResolvedPlugin, *abi.Metadata, error) {
+	if ider, ok := r.Plugins.(render.PluginIdentifier); ok {
+		return ider.Identify(ctx, osp.Namespace, osp.Spec.Plugin)
+	}
+	p, err := r.Plugins.Resolve(ctx, osp.Namespace, osp.Spec.Plugin)
+	if err != nil {
+		return osmv1alpha1.ResolvedPlugin{}, nil, err
+	}
+	md := p.Metadata()
+	return p.Identity(), &md, nil
 }
 
 // installDefault creates a shipped profile that is missing, and replaces one that is older than the shipped

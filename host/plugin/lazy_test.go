@@ -1,0 +1,208 @@
+package plugin
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// TestIdentifyLoadsNothing: what status and render hashes need on every reconcile costs no compile, no
+// pull and no loaded module.
+func TestIdentifyLoadsNothing(t *testing.T) {
+	healthy := testPlugin(t, "healthy")
+	m, reg, _ := newManager(t, Config{}, builtinFS(healthy))
+	src, err := m.Identify(Reference{Builtin: "healthy"})
+	if err != nil || src.ModuleDigest != runtime.Digest(healthy) || src.Builtin != "healthy" {
+		t.Fatalf("Identify(builtin) = %+v, %v", src, err)
+	}
+	const image = "registry.invalid/osm/p@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	src, err = m.Identify(Reference{Image: image})
+	if err != nil || src.ManifestDigest != image[strings.Index(image, "@")+1:] || src.ModuleDigest != "" {
+		t.Fatalf("Identify(image) = %+v, %v", src, err)
+	}
+	// A digest recorded at build time is used as is; one that does not match the module fails its calls.
+	recorded := fstest.MapFS{"healthy.wasm": {Data: healthy}, "healthy.wasm.sha256": {Data: []byte(strings.TrimPrefix(runtime.Digest(healthy), "sha256:") + "\n")},
+		"stale.wasm": {Data: healthy}, "stale.wasm.sha256": {Data: []byte(strings.Repeat("0", 64))}}
+	m2, _, _ := newManager(t, Config{}, recorded)
+	if src, err := m2.Identify(Reference{Builtin: "healthy"}); err != nil || src.ModuleDigest != runtime.Digest(healthy) {
+		t.Errorf("Identify with a recorded digest = %+v, %v", src, err)
+	}
+	if _, err := m2.Resolve(context.Background(), Reference{Builtin: "stale"}); err == nil || !strings.Contains(err.Error(), "module changed") {
+		t.Errorf("Resolve with a stale recorded digest: err = %v", err)
+	}
+	if _, err := m.Identify(Reference{Image: "registry.invalid/osm/p:1"}); err == nil || !strings.Contains(err.Error(), "not pinned by digest") {
+		t.Errorf("Identify(tag) error = %v", err)
+	}
+	if n := m.Loaded(); n != 0 {
+		t.Errorf("%d modules loaded after Identify", n)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "osm_plugin_compile_seconds"); n != 0 {
+		t.Errorf("Identify compiled: %d compile series", n)
+	}
+	if _, ok := m.Metadata(runtime.Digest(healthy)); ok {
+		t.Error("metadata known before any load")
+	}
+	if _, err := m.Resolve(context.Background(), Reference{Builtin: "healthy"}); err != nil {
+		t.Fatal(err)
+	}
+	if md, ok := m.Metadata(runtime.Digest(healthy)); !ok || md.Name == "" {
+		t.Errorf("metadata after a load = %+v, %v", md, ok)
+	}
+}
+
+// TestIdleModulesAreUnloaded: a module no call used for the idle timeout is unloaded; the Plugin still works
+// and loads it again.
+func TestIdleModulesAreUnloaded(t *testing.T) {
+	m, _, _ := newManager(t, Config{IdleTimeout: 200 * time.Millisecond}, builtinFS(testPlugin(t, "healthy")))
+	ctx := context.Background()
+	p, err := m.Resolve(ctx, Reference{Builtin: "healthy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Loaded() != 1 {
+		t.Fatalf("loaded = %d after Resolve", m.Loaded())
+	}
+	waitFor(t, 20*time.Second, "the idle module to be unloaded", func() bool { return m.Loaded() == 0 })
+	if _, err := p.Render(ctx, renderRequest()); err != nil {
+		t.Fatalf("render after the idle unload: %v", err)
+	}
+	if got := testutil.ToFloat64(m.metrics.evictions); got < 1 {
+		t.Errorf("unloads = %v", got)
+	}
+}
+
+// TestUnloadNeverBreaksACall: with room for one module, renders of two plugins from several goroutines
+// keep pushing each other's module out; every render must still succeed, because a module is pinned for
+// the duration of a call.
+func TestUnloadNeverBreaksACall(t *testing.T) {
+	healthy := testPlugin(t, "healthy")
+	builtins := fstest.MapFS{"healthy.wasm": {Data: healthy}, "other.wasm": {Data: withCustomSection(healthy, "osm-test-other")}}
+	m, _, _ := newManager(t, Config{MaxLoadedModules: 1}, builtins)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 100)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 5 {
+				name := []string{"healthy", "other"}[(g+i)%2]
+				p, err := m.Resolve(ctx, Reference{Builtin: name})
+				if err == nil {
+					_, err = p.Render(ctx, renderRequest())
+				}
+				if err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := m.Loaded(); n > 1 {
+		t.Errorf("%d modules loaded once the calls ended, bound 1", n)
+	}
+	if got := testutil.ToFloat64(m.metrics.evictions); got < 1 {
+		t.Errorf("unloads = %v; the test did not exercise eviction", got)
+	}
+}
+
+// TestDiscard: an admission review that loaded a plugin leaves nothing loaded behind, unless another user
+// of the module appeared meanwhile.
+func TestDiscard(t *testing.T) {
+	m, _, _ := newManager(t, Config{}, builtinFS(testPlugin(t, "healthy")))
+	ctx := context.Background()
+	review, err := m.Resolve(ctx, Reference{Builtin: "healthy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	review.Discard()
+	if n := m.Loaded(); n != 0 {
+		t.Fatalf("%d modules loaded after the review discarded its plugin", n)
+	}
+	review, err = m.Resolve(ctx, Reference{Builtin: "healthy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	render, err := m.Resolve(ctx, Reference{Builtin: "healthy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	review.Discard()
+	if n := m.Loaded(); n != 1 {
+		t.Fatalf("%d modules loaded: the review discarded a module a render uses", n)
+	}
+	if _, err := render.Render(ctx, renderRequest()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPluginOutputIsDebugOnly: what a plugin writes to stderr reaches the log only at debug verbosity, as one
+// line naming the plugin and digest, cut to a bounded length.
+func TestPluginOutputIsDebugOnly(t *testing.T) {
+	healthy := testPlugin(t, "healthy")
+	for _, verbosity := range []int{0, 1} {
+		var lines []string
+		var mu sync.Mutex
+		log := funcr.New(func(_, args string) {
+			mu.Lock()
+			lines = append(lines, args)
+			mu.Unlock()
+		}, funcr.Options{Verbosity: verbosity})
+		m, err := New(Config{CacheDir: sharedCache(t)}, builtinFS(healthy), prometheus.NewRegistry(), log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := m.Resolve(context.Background(), Reference{Builtin: "healthy"})
+		if err == nil {
+			_, err = p.Render(context.Background(), renderRequest())
+		}
+		_ = m.Close(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		var output []string
+		for _, l := range lines {
+			if strings.Contains(l, `"plugin output"`) {
+				output = append(output, l)
+			}
+		}
+		mu.Unlock()
+		switch {
+		case verbosity == 0 && len(output) > 0:
+			t.Errorf("plugin output logged at the default verbosity: %v", output)
+		case verbosity == 1 && len(output) == 0:
+			t.Error("plugin output not logged at V(1)")
+		}
+		for _, l := range output {
+			if !strings.Contains(l, `"plugin"="healthy"`) || !strings.Contains(l, `"digest"="sha256:`) || strings.Contains(l, "\n") ||
+				len(l) > maxLoggedOutput+400 {
+				t.Errorf("output line = %q", l)
+			}
+		}
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,207 @@
+package plugin
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// Pulls run in the background, so that a slow or stalled registry holds neither a reconcile worker nor
+// anyone else: Resolve starts (or joins) the pull of an image, waits for it a moment (PendingAfter), and
+// otherwise returns a PendingError the caller retries. Pulls of the same image with the same credentials
+// are shared; at most MaxConcurrentPulls run at once, each within PullTimeout.
+
+// ErrPending matches (errors.Is) a PendingError.
+var ErrPending = errors.New("plugin pending")
+
+// PendingError says a plugin image is still being pulled. Retrying later finds it loaded, or its failure.
+type PendingError struct {
+	Image string
+	// For is how long the pull has been under way (or waiting for its turn).
+	For time.Duration
+}
+
+func (e *PendingError) Error() string {
+	return fmt.Sprintf("plugin image %s is still being pulled (for %s); retrying when it is ready", e.Image, e.For.Round(time.Millisecond))
+}
+
+// Is makes errors.Is(err, ErrPending) true.
+func (e *PendingError) Is(target error) bool { return target == ErrPending }
+
+// RetryAfter is when to look again.
+func (e *PendingError) RetryAfter() time.Duration { return pendingRetry }
+
+const pendingRetry = 2 * time.Second
+
+// failureRetention is how long a failed pull's error is handed out before the next resolution pulls again,
+// so that callers told "pending" find out why it failed.
+const failureRetention = 30 * time.Second
+
+type waitKey struct{}
+
+// WaitForPulls returns a context whose resolutions wait for image pulls (each bounded by PullTimeout) instead
+// of reporting them pending: for admission reviews and the CLI, which have a caller waiting for the answer.
+func WaitForPulls(ctx context.Context) context.Context {
+	return context.WithValue(ctx, waitKey{}, true)
+}
+
+func waitsForPulls(ctx context.Context) bool { b, _ := ctx.Value(waitKey{}).(bool); return b }
+
+// pullKey identifies a pull: the pinned reference and the credentials. An image pulled with one namespace's
+// pull Secret is served to a reference with other credentials only after a pull with those succeeded.
+type pullKey struct {
+	image string
+	creds [sha256.Size]byte
+}
+
+// pulls holds the pulls under way, the recent failures, and the images pulled so far.
+type pulls struct {
+	sem     chan struct{}
+	jobs    map[pullKey]*pullJob
+	pulled  map[pullKey]string // -> module digest
+	running sync.WaitGroup
+}
+
+type pullJob struct {
+	done    chan struct{}
+	started time.Time
+	ended   time.Time
+	err     error
+}
+
+func (p *pulls) init(concurrency int) {
+	p.sem = make(chan struct{}, concurrency)
+	p.jobs = map[pullKey]*pullJob{}
+	p.pulled = map[pullKey]string{}
+}
+
+func (p *pulls) wait() { p.running.Wait() }
+
+// maxRememberedPulls bounds the pulled-images table; beyond it, entries are dropped and pulled again
+// (from the disk cache) when needed.
+const maxRememberedPulls = 4096
+
+// acquireImage returns the loaded module of an image reference, pinned until release is called.
+func (m *Manager) acquireImage(ctx context.Context, ref Reference, owner *byte) (*runtime.Module, func(), error) {
+	key := pullKey{image: ref.Image, creds: sha256.Sum256(ref.PullSecret)}
+	// The module may be unloaded between the pull's load and our pin (another plugin needed the room); pulling
+	// again is then served by the disk cache. Two rounds suffice unless the bound is far too small.
+	for range 3 {
+		m.mu.Lock()
+		digest, ok := m.pulls.pulled[key]
+		m.mu.Unlock()
+		if ok {
+			mod, release, err := m.acquire(ctx, digest, owner, nil)
+			if err != nil || mod != nil {
+				return mod, release, err
+			}
+		}
+		if err := m.awaitPull(ctx, key, ref); err != nil {
+			return nil, nil, err
+		}
+	}
+	return nil, nil, fmt.Errorf("plugin image %s: unloaded again right after loading: raise the loaded-modules bound (%d)", ref.Image, m.cfg.MaxLoadedModules)
+}
+
+// awaitPull starts or joins the pull of key and waits for it as the context allows.
+func (m *Manager) awaitPull(ctx context.Context, key pullKey, ref Reference) error {
+	job := m.startPull(key, ref)
+	var pending <-chan time.Time
+	if !waitsForPulls(ctx) {
+		t := time.NewTimer(m.cfg.Registry.PendingAfter)
+		defer t.Stop()
+		pending = t.C
+	}
+	select {
+	case <-job.done:
+		return job.err
+	case <-pending:
+		return &PendingError{Image: ref.Image, For: time.Since(job.started)}
+	case <-ctx.Done():
+		return fmt.Errorf("plugin image %s: waiting for the pull: %w", ref.Image, context.Cause(ctx))
+	}
+}
+
+// startPull returns the job of key: the one under way, a recent failure, or a new one.
+func (m *Manager) startPull(key pullKey, ref Reference) *pullJob {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if job, ok := m.pulls.jobs[key]; ok {
+		if job.ended.IsZero() || time.Since(job.ended) < failureRetention {
+			return job
+		}
+	}
+	job := &pullJob{done: make(chan struct{}), started: time.Now()}
+	m.pulls.jobs[key] = job
+	m.pulls.running.Add(1)
+	go m.runPull(key, ref, job)
+	return job
+}
+
+// runPull pulls and loads an image in the background, within PullTimeout for the pull, and records the
+// result: the module digest on success, the error for failureRetention otherwise.
+func (m *Manager) runPull(key pullKey, ref Reference, job *pullJob) {
+	defer m.pulls.running.Done()
+	digest, err := m.pullAndLoad(key, ref, job)
+	m.mu.Lock()
+	job.err, job.ended = err, time.Now()
+	if err == nil {
+		delete(m.pulls.jobs, key)
+		if len(m.pulls.pulled) >= maxRememberedPulls {
+			for k := range m.pulls.pulled {
+				delete(m.pulls.pulled, k)
+				break
+			}
+		}
+		m.pulls.pulled[key] = digest
+	}
+	// Failures older than failureRetention would be replaced by the next startPull anyway; drop them now so
+	// the table does not grow with references nobody asks for again.
+	for k, j := range m.pulls.jobs {
+		if !j.ended.IsZero() && time.Since(j.ended) >= failureRetention {
+			delete(m.pulls.jobs, k)
+		}
+	}
+	m.mu.Unlock()
+	close(job.done)
+}
+
+func (m *Manager) pullAndLoad(key pullKey, ref Reference, job *pullJob) (string, error) {
+	name := ref.Image[:strings.LastIndex(ref.Image, "@")]
+	select {
+	case m.pulls.sem <- struct{}{}:
+		defer func() { <-m.pulls.sem }()
+	case <-m.ctx.Done():
+		return "", fmt.Errorf("plugin image %s: %w", ref.Image, m.ctx.Err())
+	}
+	client, err := m.client(ref.PullSecret)
+	if err != nil {
+		m.metrics.failures.WithLabelValues(name, string(ReasonPullError)).Inc()
+		return "", fmt.Errorf("plugin image %s: %w", ref.Image, err)
+	}
+	art, err := client.Pull(m.ctx, ref.Image)
+	if err != nil {
+		m.metrics.failures.WithLabelValues(name, string(ReasonPullError)).Inc()
+		return "", err
+	}
+	if art.FromCache {
+		m.metrics.cacheHits.WithLabelValues("oci").Inc()
+	}
+	m.log.V(1).Info("pulled plugin image", "image", ref.Image, "module", art.ModuleDigest.String(), "fromCache", art.FromCache,
+		"seconds", time.Since(job.started).Seconds())
+	digest := runtime.Digest(art.Module)
+	_, release, err := m.acquire(m.ctx, digest, nil, func(ctx context.Context, rt *runtime.Runtime) (*runtime.Module, error) {
+		return rt.Load(ctx, name, art.Module)
+	})
+	if err != nil {
+		return "", err
+	}
+	release()
+	return digest, nil
+}
