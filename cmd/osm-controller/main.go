@@ -29,6 +29,7 @@ import (
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
+	"github.com/osmhq/osm/sdk/runtime"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -93,6 +94,7 @@ type pluginFlags struct {
 	cacheDir   cacheDirFlag
 	timeout    time.Duration
 	memoryMiB  uint64
+	budgetMiB  uint64
 	registryCA string
 	insecure   bool
 	plainHTTP  bool
@@ -105,7 +107,8 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	p.cacheDir.dir = cacheDir
 	fs.Var(&p.cacheDir, "plugin-cache-dir", "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
 	fs.DurationVar(&p.timeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
-	fs.Uint64Var(&p.memoryMiB, "plugin-memory-limit-mib", 256, "Memory cap of each plugin instance, in MiB.")
+	fs.Uint64Var(&p.memoryMiB, "plugin-memory-limit-mib", runtime.DefaultMemoryLimit>>20, "Memory cap of each plugin instance, in MiB.")
+	fs.Uint64Var(&p.budgetMiB, "plugin-memory-budget-mib", runtime.DefaultMemoryBudget>>20, "Memory of all plugin calls at once, in MiB: each call reserves its instance's cap (plus its input and output) first.")
 	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
 	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
 	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
@@ -115,7 +118,7 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 }
 
 func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
-	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20,
+	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20, MemoryBudget: p.budgetMiB << 20,
 		MaxLoadedModules: p.maxLoaded, IdleTimeout: p.idle,
 		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP, PullTimeout: p.pull}}
 	if p.registryCA != "" {

@@ -154,7 +154,7 @@ func fillDefaults(t *testing.T, env *testenv.Env, opts *app.Options) {
 	if opts.HealthProbeAddress == "" {
 		opts.HealthProbeAddress = "0"
 	}
-	opts.Plugins = plugin.Config{CacheDir: pluginstest.CacheDir(t), Timeout: 2 * time.Second, MemoryLimit: 128 << 20}
+	opts.Plugins = plugin.Config{CacheDir: pluginstest.CacheDir(t), Timeout: 2 * time.Second, MemoryLimit: 64 << 20}
 	if env.Webhook != nil && env.Webhook.LocalServingPort != 0 {
 		opts.Webhook = webhook.Options{Host: env.Webhook.LocalServingHost, Port: env.Webhook.LocalServingPort, CertDir: env.Webhook.LocalServingCertDir}
 	}

@@ -209,7 +209,7 @@ func (c *cluster) startOSM(t *testing.T, mutate func(*app.Options)) {
 	settings.BinaryBaseURL = c.mirror.URL + "/kubernetes"
 	opts := app.Options{
 		Mgmt: c.cfg, Settings: settings, Defaults: defaults, Builtins: pluginstest.Dist(t),
-		Plugins:        plugin.Config{CacheDir: filepath.Join(os.TempDir(), "osm-e2e-plugin-cache"), Timeout: 5 * time.Second, MemoryLimit: 256 << 20},
+		Plugins:        plugin.Config{CacheDir: filepath.Join(os.TempDir(), "osm-e2e-plugin-cache"), Timeout: 5 * time.Second, MemoryLimit: 64 << 20},
 		MetricsAddress: "0", HealthProbeAddress: "0", InProcessRestart: true, WorkerCount: 4, Logger: logger, Build: "e2e",
 	}
 	if mutate != nil {

@@ -31,8 +31,10 @@ type Config struct {
 	MemoryLimit uint64
 	// Timeout bounds each plugin call. Default runtime.DefaultTimeout.
 	Timeout time.Duration
-	// MaxIdleInstances is how many warm instances each plugin keeps. Default GOMAXPROCS.
-	MaxIdleInstances int
+	// MemoryBudget bounds the linear memory of all plugin calls at once, across every loaded module: each call
+	// reserves its instance's worst case (MemoryLimit plus its input and output) first. Default
+	// runtime.DefaultMemoryBudget.
+	MemoryBudget uint64
 	// MaxLoadedModules bounds the modules kept loaded. Beyond it the least recently used module without a call
 	// in flight is unloaded; its next call loads it again (from CacheDir: a tenth of a second). Default
 	// DefaultMaxLoadedModules.
@@ -85,8 +87,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-func (c Config) runtimeConfig(hooks runtime.Hooks) runtime.Config {
-	rc := runtime.Config{MemoryLimit: c.MemoryLimit, Timeout: c.Timeout, MaxIdleInstances: c.MaxIdleInstances, Hooks: hooks}
+// runtimeConfig is the configuration of every module's runtime; limits are the resources they all share.
+func (c Config) runtimeConfig(hooks runtime.Hooks, limits *runtime.Limits) runtime.Config {
+	rc := runtime.Config{MemoryLimit: c.MemoryLimit, Timeout: c.Timeout, Limits: limits, Hooks: hooks}
 	if c.CacheDir != "" {
 		rc.CacheDir = filepath.Join(c.CacheDir, "wazero")
 	}

@@ -60,6 +60,8 @@ type Manager struct {
 	cancel  context.CancelFunc
 	janitor sync.WaitGroup
 
+	limits *runtime.Limits // shared by the runtimes of all loaded modules
+
 	mu      sync.Mutex
 	digests map[string]string // built-in name -> module digest, computed once from the embedded bytes
 	meta    map[string]abi.Metadata
@@ -85,8 +87,10 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 	m.mods.init()
 	m.pulls.init(cfg.Registry.MaxConcurrentPulls)
 	m.hooks = met.hooks(m.logOutput, m.logCompile)
-	// Each loaded module gets a runtime of its own (see modules); this one only checks the configuration.
-	rt, err := runtime.New(cfg.runtimeConfig(m.hooks))
+	// Each loaded module gets a runtime of its own (see modules), and all of them share one memory budget and
+	// the compile lanes; this runtime only checks the configuration.
+	m.limits = runtime.NewLimits(cfg.MemoryBudget, 0)
+	rt, err := runtime.New(cfg.runtimeConfig(m.hooks, m.limits))
 	if err != nil {
 		return nil, err
 	}

@@ -116,7 +116,7 @@ func (m *Manager) load(ctx context.Context, s *slot, load loadFunc) {
 		s.err = &runtime.Error{Digest: s.digest, Reason: runtime.ReasonCanceled, Detail: "waiting to load: " + ctx.Err().Error(), Err: ctx.Err()}
 		return
 	}
-	rt, err := runtime.New(m.cfg.runtimeConfig(m.hooks))
+	rt, err := runtime.New(m.cfg.runtimeConfig(m.hooks, m.limits))
 	if err != nil {
 		s.err = err
 		return

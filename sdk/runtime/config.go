@@ -49,14 +49,6 @@ type Config struct {
 	// CacheDir keeps compiled machine code on disk across restarts. Empty means memory only. The directory
 	// must be private to this process's user: wazero trusts what it finds there.
 	CacheDir string
-	// MaxIdleInstances is ignored: every call runs on a fresh instance (SPEC.md §6).
-	//
-	// Deprecated: kept so existing callers compile.
-	MaxIdleInstances int
-	// IdleMemoryLimit is ignored: no instance outlives its call.
-	//
-	// Deprecated: kept so existing callers compile.
-	IdleMemoryLimit uint64
 	// MaxOutputBytes bounds the guest stdout and stderr kept per call. Default DefaultMaxOutputBytes.
 	MaxOutputBytes int
 	// MaxRequestBytes bounds a call's JSON input; a larger request fails with ReasonInvalidInput before the
@@ -81,6 +73,8 @@ type Config struct {
 	CompileWorkers int
 	// CompileConcurrency is how many modules compile at once. Default DefaultCompileConcurrency.
 	CompileConcurrency int
+	// Limits, when set, replaces MemoryBudget and CompileConcurrency with limits shared with other Runtimes.
+	Limits *Limits
 	// Hooks receive metrics and guest output.
 	Hooks Hooks
 }
@@ -121,6 +115,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.ioMemory() > 1<<31 {
 		return c, fmt.Errorf("request and response limits (%d and %d bytes) exceed 2 GiB", c.MaxRequestBytes, c.MaxResponseBytes)
+	}
+	if c.Limits != nil {
+		c.MemoryBudget, c.CompileConcurrency = c.Limits.memory.size, cap(c.Limits.compiling)
 	}
 	if c.MemoryBudget == 0 {
 		c.MemoryBudget = max(DefaultMemoryBudget, c.callMemory())

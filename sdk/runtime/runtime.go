@@ -50,8 +50,11 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Runtime{cfg: cfg, modules: map[string]*entry{}, compiling: make(chan struct{}, cfg.CompileConcurrency),
-		memory: newBudget(cfg.MemoryBudget)}
+	limits, err := cfg.limits()
+	if err != nil {
+		return nil, err
+	}
+	r := &Runtime{cfg: cfg, modules: map[string]*entry{}, compiling: limits.compiling, memory: limits.memory}
 	if cfg.CacheDir == "" {
 		r.cache = wazero.NewCompilationCache()
 		return r, nil
