@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	"github.com/osmhq/osm/host/internal/parallel"
 	"github.com/osmhq/osm/host/render"
 )
 
@@ -82,20 +83,27 @@ func (i *Issuer) ProvisioningToken(ctx context.Context, md *clusterv1alpha1.Mach
 	if current.Valid(i.now(), RefreshMargin(ttl)) {
 		return current, nil
 	}
-	if err := i.ensureReader(ctx, md); err != nil {
-		return Token{}, err
-	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: i.Namespace, Name: ProvisioningReaderName(md)}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl.Seconds()))}}
-	if err := i.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		return Token{}, fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
+	// The token needs only the ServiceAccount; its RoleBinding is created at the same time. A token whose
+	// binding failed is never handed out: the reconcile fails and the next one issues another.
+	err := i.ensureReader(ctx, md, func() error {
+		if err := i.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+			return fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Token{}, err
 	}
 	return Token{Value: tr.Status.Token, Expires: tr.Status.ExpirationTimestamp.Time}, nil
 }
 
 // ensureReader creates the ServiceAccount, the Role granting get on exactly md's two provisioning Secrets, and
-// the RoleBinding between them. One that exists already is used only if it is marked as md's.
-func (i *Issuer) ensureReader(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
+// the RoleBinding between them. One that exists already is used only if it is marked as md's. The
+// ServiceAccount and the Role are created together, then the RoleBinding (the API server checks the Role it
+// binds) together with withSA, which needs only the ServiceAccount.
+func (i *Issuer) ensureReader(ctx context.Context, md *clusterv1alpha1.MachineDeployment, withSA func() error) error {
 	name := ProvisioningReaderName(md)
 	meta := metav1.ObjectMeta{Namespace: i.Namespace, Name: name, Labels: Labels(md), Annotations: Annotations(md)}
 	objs := []client.Object{
@@ -111,16 +119,22 @@ func (i *Issuer) ensureReader(ctx context.Context, md *clusterv1alpha1.MachineDe
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: i.Namespace, Name: name}},
 		},
 	}
-	for _, obj := range objs {
-		err := i.Client.Create(ctx, obj)
-		if apierrors.IsAlreadyExists(err) {
-			err = i.checkExisting(ctx, md, obj)
-		}
-		if err != nil {
-			return fmt.Errorf("creating %T %s/%s: %w", obj, i.Namespace, name, err)
+	create := func(obj client.Object) func() error {
+		return func() error {
+			err := i.Client.Create(ctx, obj)
+			if apierrors.IsAlreadyExists(err) {
+				err = i.checkExisting(ctx, md, obj)
+			}
+			if err != nil {
+				return fmt.Errorf("creating %T %s/%s: %w", obj, i.Namespace, name, err)
+			}
+			return nil
 		}
 	}
-	return nil
+	if err := parallel.Do(create(objs[0]), create(objs[1])); err != nil {
+		return err
+	}
+	return parallel.Do(create(objs[2]), withSA)
 }
 
 // checkExisting reads an object that already exists under the name OSM chose for md, and refuses it unless it

@@ -131,8 +131,7 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, err
 		r.loadCurrent,
 		r.issueCredentials,
 		r.renderIfNeeded,
-		r.writeConfig,
-		r.writeSecrets,
+		r.writeOutputs,
 	} {
 		if err := step(ctx, st); err != nil {
 			return ctrl.Result{}, err

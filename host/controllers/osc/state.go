@@ -1,6 +1,7 @@
 package osc
 
 import (
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,8 +33,9 @@ type state struct {
 	output *render.Output
 	// done is set when everything is already up to date: no render, no write.
 	done bool
-	// wrote lists what this reconcile changed, for the log.
-	wrote []string
+	// wrote lists what this reconcile changed, for the log; writes run concurrently (noteWrote).
+	wrote   []string
+	wroteMu sync.Mutex
 	// renderTook is the time spent rendering and encoding (templates, plugin, encoders), without API calls.
 	renderTook time.Duration
 	// sizes of the user-data written.
@@ -56,4 +58,11 @@ func (st *state) refreshAfter(now time.Time) time.Duration {
 		}
 	}
 	return next
+}
+
+// noteWrote records a write; the writes of one reconcile run concurrently.
+func (st *state) noteWrote(what string) {
+	st.wroteMu.Lock()
+	defer st.wroteMu.Unlock()
+	st.wrote = append(st.wrote, what)
 }

@@ -17,6 +17,7 @@ import (
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/internal/parallel"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/sdk/abi"
 )
@@ -150,11 +151,15 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 		current.Value = string(st.bootstrap.Data[KeyProvisioningToken])
 		current.Expires, _ = time.Parse(time.RFC3339, st.bootstrap.Annotations[AnnotationProvisioningTokenExpiry])
 	}
-	var err error
-	if st.provisioningToken, err = r.Issuer.ProvisioningToken(ctx, st.md, current); err != nil {
-		return r.credentialFailure(err)
-	}
-	if st.bootstrapToken, err = r.Issuer.BootstrapToken(ctx, st.md); err != nil {
+	// The two credentials are independent API objects: issue them at the same time.
+	err := parallel.Do(func() (err error) {
+		st.provisioningToken, err = r.Issuer.ProvisioningToken(ctx, st.md, current)
+		return err
+	}, func() (err error) {
+		st.bootstrapToken, err = r.Issuer.BootstrapToken(ctx, st.md)
+		return err
+	})
+	if err != nil {
 		return r.credentialFailure(err)
 	}
 	return nil
@@ -273,7 +278,7 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 		return fmt.Errorf("creating OperatingSystemConfig %s: %w", osc.Name, err)
 	}
 	st.osc = osc
-	st.wrote = append(st.wrote, "OperatingSystemConfig "+osc.Name)
+	st.noteWrote("OperatingSystemConfig " + osc.Name)
 	return nil
 }
 
@@ -317,15 +322,24 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 		{st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
 			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.provisioningToken.Value)}, bootAnn},
 	}
-	for i, s := range secrets {
-		if i == 1 && !needsKubeletBootstrapSecret(st.osp) {
-			continue
-		}
-		if err := r.writeSecret(ctx, st, s.current, s.name, s.data, s.ann); err != nil {
-			return err
-		}
+	write := func(i int) func() error {
+		s := secrets[i]
+		return func() error { return r.writeSecret(ctx, st, s.current, s.name, s.data, s.ann) }
 	}
-	return nil
+	first := []func() error{write(0)}
+	if needsKubeletBootstrapSecret(st.osp) {
+		first = append(first, write(1))
+	}
+	if err := parallel.Do(first...); err != nil {
+		return err
+	}
+	return write(2)()
+}
+
+// writeOutputs writes the OSC and the Secrets at the same time: they do not depend on each other, and a failure
+// of either fails the reconcile, which the next one repeats (each write is skipped when already current).
+func (r *Reconciler) writeOutputs(ctx context.Context, st *state) error {
+	return parallel.Do(func() error { return r.writeConfig(ctx, st) }, func() error { return r.writeSecrets(ctx, st) })
 }
 
 func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1.Secret, name string, data map[string][]byte, ann map[string]string) error {
@@ -339,7 +353,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1
 		if err := r.Worker.Create(ctx, s); err != nil {
 			return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, name, err)
 		}
-		st.wrote = append(st.wrote, "Secret "+name)
+		st.noteWrote("Secret " + name)
 		return nil
 	}
 	if equalData(current.Data, data) && containsAll(current.Annotations, ann) && credentials.Marked(st.md, current) {
@@ -352,7 +366,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1
 	if err := r.Worker.Update(ctx, updated); err != nil {
 		return fmt.Errorf("updating Secret %s/%s: %w", current.Namespace, name, err)
 	}
-	st.wrote = append(st.wrote, "Secret "+name)
+	st.noteWrote("Secret " + name)
 	return nil
 }
 
