@@ -107,3 +107,47 @@ func (p *Plugin) acquire(ctx context.Context) (*runtime.Module, func(), error) {
 	}
 	return p.m.acquireImage(ctx, p.ref, p.owner)
 }
+
+// Session is a sequence of calls on one sandbox instance for one MachineDeployment (runtime.Session), with the
+// plugin's module pinned until Close.
+type Session struct {
+	p       *Plugin
+	s       *runtime.Session
+	release func()
+}
+
+// Session starts a session: the render of a MachineDeployment's stages then costs one instance, not one per
+// call, and nothing of it survives Close.
+func (p *Plugin) Session(ctx context.Context) (*Session, error) {
+	mod, release, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.Source.ModuleDigest != "" && mod.Digest() != p.Source.ModuleDigest {
+		release()
+		return nil, fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, p.Source.ModuleDigest, mod.Digest())
+	}
+	s, err := mod.Session(ctx)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &Session{p: p, s: s, release: release}, nil
+}
+
+// Render calls osm_render with the plugin's config on the session's instance; req.Config is ignored.
+func (s *Session) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
+	r := *req
+	r.Config = s.p.Config
+	return s.s.Render(ctx, &r)
+}
+
+// Close ends the session and unpins the module.
+func (s *Session) Close() {
+	if s.release == nil {
+		return
+	}
+	s.s.Close()
+	s.release()
+	s.release = nil
+}

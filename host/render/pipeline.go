@@ -87,6 +87,15 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 	}
 	data := m.templateData(cr.config)
 	osp := m.Profile
+	// Both stages render on one sandbox instance: one instance per MachineDeployment, none shared between them.
+	renderer := plugin
+	if plugin != nil {
+		var end func()
+		if renderer, end, err = withSession(ctx, plugin); err != nil {
+			return nil, err
+		}
+		defer end()
+	}
 	for _, st := range []struct {
 		stage   abi.Stage
 		section string
@@ -101,7 +110,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		}
 		m.completeStage(st.stage, cfg, cr)
 		if plugin != nil {
-			if cfg, err = out.callRender(ctx, m, plugin, m.Profile.Spec.Plugin.Config, st.stage, cfg); err != nil {
+			if cfg, err = out.callRender(ctx, m, renderer, m.Profile.Spec.Plugin.Config, st.stage, cfg); err != nil {
 				return nil, err
 			}
 		}
