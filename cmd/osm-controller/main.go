@@ -44,6 +44,7 @@ type flags struct {
 	bootstrapTokenSA                string
 	healthProbeAddress              string
 	metricsAddress                  string
+	pprofAddress                    string
 	workerHealthProbe, workerMetric string
 	leaderElect                     bool
 	logFormat                       string
@@ -71,6 +72,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bootstrapTokenSA, "bootstrap-token-service-account-name", "", "Accepted for compatibility with upstream OSM; OSM always issues a bootstrap token per MachineDeployment.")
 	fs.StringVar(&f.healthProbeAddress, "health-probe-address", "127.0.0.1:8085", "Address of the health and readiness probes.")
 	fs.StringVar(&f.metricsAddress, "metrics-address", "127.0.0.1:8080", "Address of the Prometheus metrics endpoint.")
+	fs.StringVar(&f.pprofAddress, "pprof-address", "", "Address of a net/http/pprof endpoint with block and mutex profiling, for diagnosis; off when empty.")
 	fs.StringVar(&f.workerHealthProbe, "worker-health-probe-address", "127.0.0.1:8086", "Accepted for compatibility; OSM serves one set of probes.")
 	fs.StringVar(&f.workerMetric, "worker-metrics-address", "127.0.0.1:8081", "Accepted for compatibility; OSM serves one metrics endpoint.")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader so only one replica reconciles.")
@@ -263,7 +265,7 @@ func run(f *flags) error {
 		DisableDefaultOSPs: f.disableDefaultOSPs, Defaults: defaults, Builtins: plugins.Builtin(), Plugins: pcfg,
 		RegistryCredentialsSecret: f.registryCredentialsSecret,
 		ProvisioningTokenTTL:      f.provisioningTokenTTL, BootstrapTokenTTL: f.bootstrapTokenTTL,
-		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, LeaderElect: f.leaderElect,
+		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts,
 		Build:   version, Logger: log,
 	})

@@ -64,6 +64,9 @@ type Options struct {
 	ProvisioningTokenTTL, BootstrapTokenTTL time.Duration
 	// MetricsAddress and HealthProbeAddress are where metrics and probes are served ("0" disables).
 	MetricsAddress, HealthProbeAddress string
+	// PprofAddress serves net/http/pprof, with block and mutex profiling on, for diagnosis (-pprof-address);
+	// empty (the default) serves nothing and profiles nothing.
+	PprofAddress string
 	// LeaderElect enables leader election in Settings.Namespace (-leader-elect).
 	LeaderElect bool
 	// Webhook serves the admission webhooks when Port is not zero.
@@ -90,10 +93,14 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		Logger:                        o.Logger,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
 		HealthProbeBindAddress:        o.HealthProbeAddress,
+		PprofBindAddress:              o.PprofAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "operating-system-manager",
 		LeaderElectionNamespace:       o.Settings.Namespace,
 		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.PprofAddress != "" {
+		enableContentionProfiles()
 	}
 	if o.InProcessRestart {
 		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
