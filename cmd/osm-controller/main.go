@@ -86,8 +86,8 @@ func (f *flags) register(fs *flag.FlagSet) {
 	f.plugins.register(fs, "/var/cache/osm")
 	fs.DurationVar(&f.provisioningTokenTTL, "provisioning-token-ttl", credentials.DefaultProvisioningTokenTTL, "Lifetime of the token nodes fetch their provisioning data with; rotated after two thirds.")
 	fs.DurationVar(&f.bootstrapTokenTTL, "bootstrap-token-ttl", credentials.DefaultBootstrapTokenTTL, "Lifetime of bootstrap tokens; extended while the MachineDeployment exists.")
-	fs.Float64Var(&f.qps, "kube-api-qps", 100, "Queries per second to each API server.")
-	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server.")
+	fs.Float64Var(&f.qps, "kube-api-qps", 0, "Client-side limit of queries per second to each API server; 0 or less: no client-side limit, as upstream OSM (controller-runtime's default). The workers bound the concurrent requests, and the API server's priority and fairness protects it.")
+	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server when -kube-api-qps is set.")
 	f.node.AddFlags(fs)
 }
 
@@ -288,5 +288,8 @@ func restConfig(path string, qps float64, burst int) (*rest.Config, error) {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
+	if qps <= 0 {
+		cfg.QPS = -1 // client-go: no rate limiter
+	}
 	return cfg, nil
 }

@@ -12,12 +12,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -87,7 +84,6 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if !separate {
 		workerCfg = o.Mgmt
 	}
-	secretsCache := secretCacheOptions(o.Settings.CloudInitSettingsNamespace)
 	mgrOpts := ctrl.Options{
 		Scheme:                        scheme.Scheme,
 		Logger:                        o.Logger,
@@ -108,8 +104,10 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if o.Webhook.Port != 0 {
 		mgrOpts.WebhookServer = webhook.NewServer(o.Webhook)
 	}
-	if !separate {
-		mgrOpts.Cache = secretsCache
+	if separate {
+		mgrOpts.Cache = mgmtCacheOptions(o.Settings.Namespace)
+	} else {
+		mgrOpts.Cache = sameClusterCacheOptions(o.Settings.Namespace, o.Settings.CloudInitSettingsNamespace)
 	}
 	mgr, err := ctrl.NewManager(o.Mgmt, mgrOpts)
 	if err != nil {
@@ -120,7 +118,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		worker, err = cluster.New(workerCfg, func(co *cluster.Options) {
 			co.Scheme = scheme.Scheme
 			co.Logger = o.Logger.WithName("worker")
-			co.Cache = secretsCache
+			co.Cache = workerCacheOptions(o.Settings.CloudInitSettingsNamespace)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("connecting to the worker cluster: %w", err)
@@ -211,18 +209,6 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
-}
-
-// secretCacheOptions keeps the Secret cache to the namespaces OSM writes to: the user-data Secrets, and its own
-// bootstrap tokens in kube-system. Caching every Secret of a cluster would cost memory and need broad RBAC.
-func secretCacheOptions(cloudInitNS string) cache.Options {
-	owned, _ := labels.NewRequirement(credentials.LabelMachineDeployment, selection.Exists, nil)
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Namespaces: map[string]cache.Config{
-			cloudInitNS:   {},
-			"kube-system": {LabelSelector: labels.NewSelector().Add(*owned)},
-		}},
-	}}
 }
 
 func pullSecrets(c client.Reader) pluginsource.PullSecretFunc {

@@ -195,14 +195,17 @@ func apiServerMetrics(ctx context.Context, b *testing.B, cfg *rest.Config) []sam
 	if err != nil {
 		b.Fatalf("reading the API server's metrics: %v", err)
 	}
-	return parseMetrics(string(raw), "apiserver_request_total", "apiserver_request_body_size_bytes_sum")
+	return parseMetrics(string(raw), "apiserver_request_total", "apiserver_request_body_size_bytes_sum",
+		"apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count")
 }
 
 // writeCounts are the mutating requests between two metric snapshots.
 type writeCounts struct {
 	total, conflicts int
 	bytes            float64
-	byKind           map[string]int // "POST secrets" -> count
+	// seconds and timed are the API server's time serving the writes, and how many it timed.
+	seconds, timed float64
+	byKind         map[string]int // "POST secrets" -> count
 }
 
 func diffWrites(before, after []sample) writeCounts {
@@ -232,6 +235,15 @@ func diffWrites(before, after []sample) writeCounts {
 			if s.labels["code"] == "409" {
 				w.conflicts += int(d)
 			}
+		case "apiserver_request_duration_seconds_sum", "apiserver_request_duration_seconds_count":
+			if s.labels["resource"] == "leases" || !isWriteVerb(s.labels["verb"]) {
+				continue
+			}
+			if s.name == "apiserver_request_duration_seconds_sum" {
+				w.seconds += d
+			} else {
+				w.timed += d
+			}
 		case "apiserver_request_body_size_bytes_sum":
 			if s.labels["resource"] != "leases" && isWriteVerb(strings.ToUpper(s.labels["verb"])) {
 				w.bytes += d
@@ -247,4 +259,19 @@ func isWriteVerb(v string) bool {
 		return true
 	}
 	return false
+}
+
+// objectBytes is the JSON size of every object of a kind in a namespace: what an informer of that kind holds,
+// before decoding.
+func objectBytes(ctx context.Context, b *testing.B, cfg *rest.Config, path string) int {
+	b.Helper()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, err := cs.RESTClient().Get().AbsPath(path).DoRaw(ctx)
+	if err != nil {
+		return 0
+	}
+	return len(raw)
 }

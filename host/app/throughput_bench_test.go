@@ -180,9 +180,11 @@ type benchResult struct {
 	HeapInuse, GoSys float64
 	Writes           writeCounts
 	IdleWrites       int
-	// Renders and Reconciles per MachineDeployment (our controller only).
-	Renders, Reconciles float64
-	Log                 string
+	// Renders and Reconciles per MachineDeployment (our controller only); RenderMS the mean render time.
+	Renders, Reconciles, RenderMS float64
+	// ObjectKiB is the JSON size per MachineDeployment of the objects the controller's informers may hold.
+	ObjectKiB map[string]float64
+	Log       string
 }
 
 func runBench(b *testing.B, c controllerUnderTest, n int) benchResult {
@@ -270,10 +272,19 @@ wait:
 	rss.finish()
 	res.PeakRSS, res.AtPeak, res.PeakAt = procStatus(pid, "VmHWM"), rss.atPeak, rss.peakAt
 	m := scrapeController(metricsPort, "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",
-		"osm_render_duration_seconds_count", "osm_machinedeployment_reconciles_total")
+		"osm_render_duration_seconds_count", "osm_render_duration_seconds_sum", "osm_machinedeployment_reconciles_total")
 	res.HeapInuse, res.GoSys = sum(m, "go_memstats_heap_inuse_bytes"), sum(m, "go_memstats_sys_bytes")
 	res.Renders = sum(m, "osm_render_duration_seconds_count") / float64(n)
 	res.Reconciles = sum(m, "osm_machinedeployment_reconciles_total") / float64(n)
+	res.RenderMS = sum(m, "osm_render_duration_seconds_sum") / max(sum(m, "osm_render_duration_seconds_count"), 1) * 1000
+	res.ObjectKiB = map[string]float64{}
+	for kind, path := range map[string]string{
+		"OSCs":               "/apis/operatingsystemmanager.k8c.io/v1alpha1/namespaces/kube-system/operatingsystemconfigs",
+		"user-data Secrets":  "/api/v1/namespaces/" + userDataNS + "/secrets",
+		"MachineDeployments": "/apis/cluster.k8s.io/v1alpha1/namespaces/kube-system/machinedeployments",
+	} {
+		res.ObjectKiB[kind] = float64(objectBytes(ctx, b, bc.cfg, path)) / 1024 / float64(n)
+	}
 	printResult(res)
 	return res
 }
@@ -324,8 +335,10 @@ func printResult(r benchResult) {
 		r.Name, r.N, r.ToAll.Seconds(), float64(r.N)/r.ToAll.Seconds(), r.FirstAt.Seconds(), float64(r.PeakRSS)/1024, r.CPU.Seconds(),
 		perMD(float64(r.Writes.total)), perMD(float64(r.Writes.conflicts)), perMD(r.Writes.bytes)/1024, r.IdleWrites)
 	if r.Name == "osm" {
-		fmt.Printf("  renders/MD %.2f  reconciles/MD %.2f", r.Renders, r.Reconciles)
+		fmt.Printf("  renders/MD %.2f (%.0f ms each)  reconciles/MD %.2f", r.Renders, r.RenderMS, r.Reconciles)
 	}
+	fmt.Printf("\n         API server time per write %.1f ms; JSON KiB per MD: OSCs %.1f, user-data Secrets %.1f, MachineDeployments %.1f",
+		r.Writes.seconds/max(r.Writes.timed, 1)*1000, r.ObjectKiB["OSCs"], r.ObjectKiB["user-data Secrets"], r.ObjectKiB["MachineDeployments"])
 	fmt.Printf("\n         memory at peak (%.1f s): %s; Go heap in use at end %.0f MiB, Go sys %.0f MiB\n         writes per MD: %s\n         log: %s\n",
 		r.PeakAt.Seconds(), r.AtPeak, r.HeapInuse/(1<<20), r.GoSys/(1<<20), strings.Join(kinds, ", "), r.Log)
 	if out := os.Getenv("OSM_BENCH_OUT"); out != "" {
