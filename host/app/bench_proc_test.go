@@ -170,8 +170,8 @@ type memSplit struct {
 
 func (m memSplit) String() string {
 	mib := func(k int) float64 { return float64(k) / 1024 }
-	return fmt.Sprintf("Go heap+stacks (anon) %.0f MiB, wasm guest memory %.0f MiB, wasm code %.0f MiB, binary %.0f MiB, other files %.0f MiB",
-		mib(m.Anon), mib(m.Guest), mib(m.AnonExec), mib(m.Binary), mib(m.Files))
+	return fmt.Sprintf("%.0f MiB: Go heap+stacks (anon) %.0f MiB, wasm guest memory %.0f MiB, wasm code %.0f MiB, binary %.0f MiB, other files %.0f MiB",
+		mib(m.Anon+m.Guest+m.AnonExec+m.Binary+m.Files), mib(m.Anon), mib(m.Guest), mib(m.AnonExec), mib(m.Binary), mib(m.Files))
 }
 
 // mapping is one entry of /proc/<pid>/smaps.
@@ -233,13 +233,13 @@ func smapsSplit(pid int) memSplit {
 // rssSampler polls a process's resident memory and keeps the smaps split of the largest sample, so the report
 // says where memory was at (or within one sampling period of) the peak.
 type rssSampler struct {
-	pid      int
-	peakRSS  int
-	peakAt   time.Duration
-	atPeak   memSplit
-	lastSnap time.Time
-	stop     chan struct{}
-	done     chan struct{}
+	pid     int
+	peakRSS int
+	peakAt  time.Duration
+	atPeak  memSplit
+	snapRSS int
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 func sampleRSS(pid int, start time.Time) *rssSampler {
@@ -255,11 +255,10 @@ func sampleRSS(pid int, start time.Time) *rssSampler {
 			case <-t.C:
 			}
 			rss := procStatus(pid, "VmRSS")
-			// A new split only when the peak grew by 1 MiB or more, at most twice a second: reading smaps costs
-			// CPU on the machine being measured.
+			// A new split each time the peak grows by 1 MiB or more (reading smaps takes about a millisecond).
 			if rss > s.peakRSS {
-				if rss > s.peakRSS+1024 && time.Since(s.lastSnap) > 500*time.Millisecond {
-					s.atPeak, s.lastSnap = smapsSplit(pid), time.Now()
+				if rss > s.snapRSS+1024 {
+					s.atPeak, s.snapRSS = smapsSplit(pid), rss
 				}
 				s.peakRSS, s.peakAt = rss, time.Since(start)
 			}
