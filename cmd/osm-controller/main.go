@@ -186,6 +186,7 @@ func writableDir(dir string) error {
 }
 
 func main() {
+	app.SetGCDefaults()
 	f := &flags{}
 	// A FlagSet of our own: controller-runtime registers -kubeconfig on flag.CommandLine in an init function,
 	// and OSM's -kubeconfig (upstream's name) must not collide with it.
