@@ -453,8 +453,12 @@ func contains(list []string, s string) bool {
 
 func tailFile(path string, n int) string {
 	data, _ := os.ReadFile(path)
-	if len(data) > n {
-		data = data[len(data)-n:]
+	return tail(string(data), n)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
 	}
-	return string(data)
+	return s
 }
