@@ -34,7 +34,7 @@ import (
 // Run it with `make bench-controller`; OSM_BENCH_MDS sets N (default 500, a comma list runs each size).
 //
 // Diagnostics (perturb the run; not for the figures): OSM_BENCH_PPROF_DIR=dir starts the controller with
-// -pprof-address and saves heap, allocs, block and mutex profiles and a 5 s trace into dir.
+// -pprof-address and saves heap, allocs, block and mutex profiles, a 5 s trace and a 10 s CPU profile into dir.
 // Experiments: OSM_BENCH_OURS_ARGS adds flags, OSM_BENCH_OURS_ENV adds environment (e.g. "GOGC=50").
 func BenchmarkController(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard())
@@ -254,6 +254,7 @@ wait:
 			if !traced && bw.count() >= n/10 {
 				traced = true
 				go savePprof(pprofPort, "trace?seconds=5", filepath.Join(pprofDir, fmt.Sprintf("trace-%d.out", n)))
+				go savePprof(pprofPort, "profile?seconds=10", filepath.Join(pprofDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
 			}
 		}
 	}
