@@ -77,8 +77,13 @@ fuzz: plugins ## Fuzz every parser of untrusted input for FUZZTIME each (default
 ##@ Measurements
 
 .PHONY: bench-controller
-bench-controller: plugins controlplane ## Time 500 MachineDeployments to Secrets with the real controller binary; peak RSS, API writes per MD.
-	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench BenchmarkController500 -benchtime 1x -timeout 40m -v
+bench-controller: plugins controlplane ## Drop-in controller (default profiles, warm plugin cache), OSM_BENCH_MDS (500) MDs: time, peak RSS, CPU, writes per MD.
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench '^BenchmarkController$$' -benchtime 1x -timeout 60m -v
+
+.PHONY: bench-compare
+bench-compare: plugins controlplane ## Alternate this controller and UPSTREAM=/path/to/osm-controller on fresh control planes; medians and ratios.
+	@test -n "$(UPSTREAM)" || { echo "usage: make bench-compare UPSTREAM=/path/to/osm-controller (see hack/bench/README.md)"; exit 1; }
+	OSM_BENCH_UPSTREAM="$(abspath $(UPSTREAM))" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x -timeout 180m -v
 
 .PHONY: bench
 bench: plugins ## Run the benchmarks (plugin runtime, render pipeline, default plugins) and print medians.

@@ -44,6 +44,7 @@ type flags struct {
 	bootstrapTokenSA                string
 	healthProbeAddress              string
 	metricsAddress                  string
+	pprofAddress                    string
 	workerHealthProbe, workerMetric string
 	leaderElect                     bool
 	logFormat                       string
@@ -71,6 +72,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.bootstrapTokenSA, "bootstrap-token-service-account-name", "", "Accepted for compatibility with upstream OSM; OSM always issues a bootstrap token per MachineDeployment.")
 	fs.StringVar(&f.healthProbeAddress, "health-probe-address", "127.0.0.1:8085", "Address of the health and readiness probes.")
 	fs.StringVar(&f.metricsAddress, "metrics-address", "127.0.0.1:8080", "Address of the Prometheus metrics endpoint.")
+	fs.StringVar(&f.pprofAddress, "pprof-address", "", "Address of a net/http/pprof endpoint with block and mutex profiling, for diagnosis; off when empty.")
 	fs.StringVar(&f.workerHealthProbe, "worker-health-probe-address", "127.0.0.1:8086", "Accepted for compatibility; OSM serves one set of probes.")
 	fs.StringVar(&f.workerMetric, "worker-metrics-address", "127.0.0.1:8081", "Accepted for compatibility; OSM serves one metrics endpoint.")
 	fs.BoolVar(&f.leaderElect, "leader-elect", true, "Elect a leader so only one replica reconciles.")
@@ -84,8 +86,8 @@ func (f *flags) register(fs *flag.FlagSet) {
 	f.plugins.register(fs, "/var/cache/osm")
 	fs.DurationVar(&f.provisioningTokenTTL, "provisioning-token-ttl", credentials.DefaultProvisioningTokenTTL, "Lifetime of the token nodes fetch their provisioning data with; rotated after two thirds.")
 	fs.DurationVar(&f.bootstrapTokenTTL, "bootstrap-token-ttl", credentials.DefaultBootstrapTokenTTL, "Lifetime of bootstrap tokens; extended while the MachineDeployment exists.")
-	fs.Float64Var(&f.qps, "kube-api-qps", 100, "Queries per second to each API server.")
-	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server.")
+	fs.Float64Var(&f.qps, "kube-api-qps", 0, "Client-side limit of queries per second to each API server; 0 or less: no client-side limit, as upstream OSM (controller-runtime's default). The workers bound the concurrent requests, and the API server's priority and fairness protects it.")
+	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server when -kube-api-qps is set.")
 	f.node.AddFlags(fs)
 }
 
@@ -184,6 +186,7 @@ func writableDir(dir string) error {
 }
 
 func main() {
+	app.SetGCDefaults()
 	f := &flags{}
 	// A FlagSet of our own: controller-runtime registers -kubeconfig on flag.CommandLine in an init function,
 	// and OSM's -kubeconfig (upstream's name) must not collide with it.
@@ -263,7 +266,7 @@ func run(f *flags) error {
 		DisableDefaultOSPs: f.disableDefaultOSPs, Defaults: defaults, Builtins: plugins.Builtin(), Plugins: pcfg,
 		RegistryCredentialsSecret: f.registryCredentialsSecret,
 		ProvisioningTokenTTL:      f.provisioningTokenTTL, BootstrapTokenTTL: f.bootstrapTokenTTL,
-		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, LeaderElect: f.leaderElect,
+		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts,
 		Build:   version, Logger: log,
 	})
@@ -286,5 +289,8 @@ func restConfig(path string, qps float64, burst int) (*rest.Config, error) {
 		return nil, err
 	}
 	cfg.QPS, cfg.Burst = float32(qps), burst
+	if qps <= 0 {
+		cfg.QPS = -1 // client-go: no rate limiter
+	}
 	return cfg, nil
 }

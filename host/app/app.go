@@ -12,12 +12,9 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -64,6 +61,9 @@ type Options struct {
 	ProvisioningTokenTTL, BootstrapTokenTTL time.Duration
 	// MetricsAddress and HealthProbeAddress are where metrics and probes are served ("0" disables).
 	MetricsAddress, HealthProbeAddress string
+	// PprofAddress serves net/http/pprof, with block and mutex profiling on, for diagnosis (-pprof-address);
+	// empty (the default) serves nothing and profiles nothing.
+	PprofAddress string
 	// LeaderElect enables leader election in Settings.Namespace (-leader-elect).
 	LeaderElect bool
 	// Webhook serves the admission webhooks when Port is not zero.
@@ -84,16 +84,19 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if !separate {
 		workerCfg = o.Mgmt
 	}
-	secretsCache := secretCacheOptions(o.Settings.CloudInitSettingsNamespace)
 	mgrOpts := ctrl.Options{
 		Scheme:                        scheme.Scheme,
 		Logger:                        o.Logger,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddress},
 		HealthProbeBindAddress:        o.HealthProbeAddress,
+		PprofBindAddress:              o.PprofAddress,
 		LeaderElection:                o.LeaderElect,
 		LeaderElectionID:              "operating-system-manager",
 		LeaderElectionNamespace:       o.Settings.Namespace,
 		LeaderElectionReleaseOnCancel: true,
+	}
+	if o.PprofAddress != "" {
+		enableContentionProfiles()
 	}
 	if o.InProcessRestart {
 		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
@@ -101,8 +104,10 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if o.Webhook.Port != 0 {
 		mgrOpts.WebhookServer = webhook.NewServer(o.Webhook)
 	}
-	if !separate {
-		mgrOpts.Cache = secretsCache
+	if separate {
+		mgrOpts.Cache = mgmtCacheOptions(o.Settings.Namespace)
+	} else {
+		mgrOpts.Cache = sameClusterCacheOptions(o.Settings.Namespace, o.Settings.CloudInitSettingsNamespace)
 	}
 	mgr, err := ctrl.NewManager(o.Mgmt, mgrOpts)
 	if err != nil {
@@ -113,7 +118,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		worker, err = cluster.New(workerCfg, func(co *cluster.Options) {
 			co.Scheme = scheme.Scheme
 			co.Logger = o.Logger.WithName("worker")
-			co.Cache = secretsCache
+			co.Cache = workerCacheOptions(o.Settings.CloudInitSettingsNamespace)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("connecting to the worker cluster: %w", err)
@@ -204,18 +209,6 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
-}
-
-// secretCacheOptions keeps the Secret cache to the namespaces OSM writes to: the user-data Secrets, and its own
-// bootstrap tokens in kube-system. Caching every Secret of a cluster would cost memory and need broad RBAC.
-func secretCacheOptions(cloudInitNS string) cache.Options {
-	owned, _ := labels.NewRequirement(credentials.LabelMachineDeployment, selection.Exists, nil)
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Namespaces: map[string]cache.Config{
-			cloudInitNS:   {},
-			"kube-system": {LabelSelector: labels.NewSelector().Add(*owned)},
-		}},
-	}}
 }
 
 func pullSecrets(c client.Reader) pluginsource.PullSecretFunc {

@@ -3,6 +3,9 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -85,4 +88,24 @@ func registryCredentials(ctx context.Context, c client.Reader, ref string) (func
 		}
 		return containerd.AuthTOML(auths)
 	}, hosts, nil
+}
+
+// enableContentionProfiles turns on the block and mutex profiles pprof serves. They sample every blocking event
+// over 10µs and one mutex contention in 10, which costs a few percent of CPU: only with -pprof-address.
+func enableContentionProfiles() {
+	runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	runtime.SetMutexProfileFraction(10)
+}
+
+// DefaultGCPercent is the GC target osm-controller runs with unless GOGC is set. Most of the live heap is
+// long-lived (decoded plugins, informer caches), so the default of 100 mostly doubles memory that never
+// becomes garbage: at 500 MachineDeployments 50 lowered the peak RSS by 35 MiB (385 → 350 MiB) and at one by
+// 10 MiB, for about 10% more CPU (make bench-controller, OSM_BENCH_OURS_ENV=GOGC=50).
+const DefaultGCPercent = 50
+
+// SetGCDefaults applies DefaultGCPercent unless the environment sets GOGC. The process calls it once at start.
+func SetGCDefaults() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(DefaultGCPercent)
+	}
 }

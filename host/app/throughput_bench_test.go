@@ -1,148 +1,159 @@
 package app_test
 
 import (
-	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
-	"sync"
+	"syscall"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/crds"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
 )
 
-// BenchmarkController500 measures what issue 5 asks for: 500 MachineDeployments exist before the controller
-// starts; how long until all 500 bootstrap Secrets exist, the controller's peak RSS, and how many API writes
-// it spends per MachineDeployment. The controller runs as its own process (the real binary, with the embedded
-// plugins), so its memory is measured alone. Run it with `make bench-controller`.
+// BenchmarkController measures the drop-in configuration: the controller binary built from this tree, started
+// with upstream's flags (it installs its default profiles, every default plugin available), webhooks off, a
+// warm plugin cache, on a fresh control plane holding N ubuntu/aws MachineDeployments created before it starts.
+// It prints the time until all N bootstrap Secrets exist, peak RSS, CPU seconds, API writes and bytes per
+// MachineDeployment, writes while idle, renders per MachineDeployment, and where the memory is.
+// Run it with `make bench-controller`; OSM_BENCH_MDS sets N (default 500, a comma list runs each size).
 //
-// OSM_BENCH_MDS changes the number of MachineDeployments; OSM_BENCH_PROFILE picks the profile (default: the
-// embedded osp-ubuntu, rendered by the ubuntu plugin; "upstream" uses upstream's templates-only osp-ubuntu).
-func BenchmarkController500(b *testing.B) {
-	n := 500
-	if v, err := strconv.Atoi(os.Getenv("OSM_BENCH_MDS")); err == nil && v > 0 {
-		n = v
-	}
-	bin := buildController(b)
+// Diagnostics (perturb the run; not for the figures): OSM_BENCH_PPROF_DIR=dir starts the controller with
+// -pprof-address and saves heap, allocs, block and mutex profiles, a 5 s trace and a 10 s CPU profile into dir.
+// Experiments: OSM_BENCH_OURS_ARGS adds flags, OSM_BENCH_OURS_ENV adds environment (e.g. "GOGC=50").
+func BenchmarkController(b *testing.B) {
+	ctrllog.SetLogger(logr.Discard())
+	ours := oursUnderTest(b)
+	runBench(b, ours, 1) // warms the plugin cache and the page cache; not reported
+	var results []benchResult
 	for range b.N {
-		runThroughput(b, bin, n)
+		for _, n := range benchSizes() {
+			results = append(results, runBench(b, ours, n))
+		}
 	}
+	summarize(b, results)
 }
 
-func runThroughput(b *testing.B, bin string, n int) {
-	opts := testenv.Options{}
-	if path := os.Getenv("OSM_BENCH_AUDIT_LOG"); path != "" {
-		// Records every write the API server sees, for a breakdown by resource: OSM_BENCH_AUDIT_LOG=/tmp/audit.log
-		policy := filepath.Join(b.TempDir(), "audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n  verbs: [create, update, patch, delete, deletecollection]\n"), 0o600); err != nil {
-			b.Fatal(err)
+// BenchmarkCompare runs this tree's controller and upstream OSM's (OSM_BENCH_UPSTREAM, built as
+// ../shared/bench/README.md says, CRDs in the crds directory next to it) alternately, each on a fresh control
+// plane with the same MachineDeployments and the same flags, OSM_BENCH_ROUNDS times (default 3), and prints
+// the medians and the ratios. Run it with `make bench-compare UPSTREAM=/path/to/osm-controller`.
+func BenchmarkCompare(b *testing.B) {
+	ctrllog.SetLogger(logr.Discard())
+	path := os.Getenv("OSM_BENCH_UPSTREAM")
+	if path == "" {
+		b.Fatal("OSM_BENCH_UPSTREAM must name upstream's osm-controller binary (make bench-compare UPSTREAM=...)")
+	}
+	rounds := 3
+	if v, err := strconv.Atoi(os.Getenv("OSM_BENCH_ROUNDS")); err == nil && v > 0 {
+		rounds = v
+	}
+	ours, upstream := oursUnderTest(b), upstreamUnderTest(b, path)
+	runBench(b, ours, 1)
+	runBench(b, upstream, 1)
+	var results []benchResult
+	for _, n := range benchSizes() {
+		for round := range rounds {
+			// Alternate who goes first, so neither always runs on the machine the other just warmed.
+			pair := []controllerUnderTest{ours, upstream}
+			if round%2 == 1 {
+				pair[0], pair[1] = pair[1], pair[0]
+			}
+			for _, c := range pair {
+				results = append(results, runBench(b, c, n))
+			}
 		}
-		opts.APIServerFlags = map[string]string{"audit-policy-file": policy, "audit-log-path": path}
 	}
-	env := testenv.Start(b, opts)
-	ctx := context.Background()
-	c := env.Client
-	ensureNamespace(b, env, userDataNS)
-	clusterInfo(b, env)
-	osp, name := benchProfile(b)
-	if err := c.Create(ctx, osp); err != nil {
-		b.Fatal(err)
-	}
-	createMDs(b, c, n, osp.Spec.OSName, name)
+	summarize(b, results)
+}
 
-	port := freePort(b)
-	cmd := exec.Command(bin, "-kubeconfig", env.Kubeconfig, "-namespace", osmNamespace, "-webhook-port", "0",
-		"-leader-elect=false", "-health-probe-address", "0", "-metrics-address", fmt.Sprintf("127.0.0.1:%d", port),
-		"-plugin-cache-dir", filepath.Join(b.TempDir(), "cache"), "-disable-default-osps", "-log-format", "json")
-	// The log outlives the benchmark, for a look at what the controller did.
-	logFile, err := os.Create(filepath.Join(os.TempDir(), "osm-bench-controller.log"))
+func benchSizes() []int {
+	v := os.Getenv("OSM_BENCH_MDS")
+	if v == "" {
+		return []int{500}
+	}
+	var sizes []int
+	for _, s := range strings.Split(v, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			panic(fmt.Sprintf("OSM_BENCH_MDS=%q: want positive numbers separated by commas", v))
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes
+}
+
+// controllerUnderTest is a controller binary and how to run it.
+type controllerUnderTest struct {
+	name    string
+	bin     string
+	crds    []*apiextensionsv1.CustomResourceDefinition
+	crdDirs []string
+	env     []string
+	args    func(kubeconfig string, metricsPort, probePort int) []string
+	ours    bool
+}
+
+// upstreamFlags are the flags both controllers get, as a drop-in user runs upstream.
+func upstreamFlags(kubeconfig string, metricsPort, probePort int) []string {
+	return []string{"-kubeconfig", kubeconfig, "-namespace", osmNamespace, "-worker-count", "10", "-leader-elect=false",
+		"-metrics-address", fmt.Sprintf("127.0.0.1:%d", metricsPort), "-health-probe-address", fmt.Sprintf("127.0.0.1:%d", probePort)}
+}
+
+func oursUnderTest(b *testing.B) controllerUnderTest {
+	b.Helper()
+	names, err := plugins.Names(plugins.Builtin())
+	if err != nil || len(names) < 6 {
+		b.Fatalf("the default plugins are not all built (%v, %v): run make plugins", names, err)
+	}
+	defs, err := crds.OSMDefinitions()
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	ext, err := crds.ExternalDefinitions()
+	if err != nil {
 		b.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() { _ = cmd.Process.Kill(); <-exited }()
+	// The plugin cache outlives the benchmark, as a volume outlives a controller pod.
+	cacheDir := filepath.Join(os.TempDir(), "osm-bench-plugin-cache")
+	extra := strings.Fields(os.Getenv("OSM_BENCH_OURS_ARGS"))
+	return controllerUnderTest{name: "osm", bin: buildController(b), crds: append(defs, ext...), ours: true,
+		env: strings.Fields(os.Getenv("OSM_BENCH_OURS_ENV")),
+		args: func(kubeconfig string, metricsPort, probePort int) []string {
+			args := append(upstreamFlags(kubeconfig, metricsPort, probePort), "-webhook-port", "0", "-plugin-cache-dir", cacheDir, "-log-format", "json")
+			return append(args, extra...)
+		}}
+}
 
-	for {
-		list := &corev1.SecretList{}
-		if err := c.List(ctx, list, client.InNamespace(userDataNS)); err != nil {
-			b.Fatal(err)
-		}
-		boot := 0
-		for _, s := range list.Items {
-			if strings.HasSuffix(s.Name, "-bootstrap-config") && !strings.Contains(s.Name, "kubelet") {
-				boot++
-			}
-		}
-		if boot == n {
-			break
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			log, _ := os.ReadFile(logFile.Name())
-			b.Fatalf("osm-controller exited (%v) after %d of %d bootstrap Secrets:\n%s", err, boot, n, tail(string(log), 3000))
-		default:
-		}
-		if time.Since(start) > 20*time.Minute {
-			b.Fatalf("only %d of %d bootstrap Secrets after 20 minutes; controller log: %s", boot, n, logFile.Name())
-		}
-		time.Sleep(200 * time.Millisecond)
+func upstreamUnderTest(b *testing.B, bin string) controllerUnderTest {
+	b.Helper()
+	if _, err := os.Stat(bin); err != nil {
+		b.Fatalf("upstream controller: %v", err)
 	}
-	elapsed := time.Since(start)
-	// Events are sent in the background; wait until the writes stop (the work is done, events included), then
-	// count what a controller with nothing to do writes in 10 seconds.
-	writes := controllerWrites(b, port)
-	for settled := 0; settled < 3; {
-		time.Sleep(time.Second)
-		if now := controllerWrites(b, port); now != writes {
-			writes, settled = now, 0
-		} else {
-			settled++
-		}
+	dir := filepath.Join(filepath.Dir(bin), "crds")
+	if _, err := os.Stat(dir); err != nil {
+		b.Fatalf("upstream's CRDs (build-upstream.sh writes them next to the binary): %v", err)
 	}
-	time.Sleep(10 * time.Second)
-	idleWrites := controllerWrites(b, port) - writes
-	rss := peakRSS(b, cmd.Process.Pid)
-	metrics := scrape(b, port, "osm_render_duration_seconds_sum", "osm_render_duration_seconds_count", "osm_render_skipped_total",
-		"osm_machinedeployment_reconciles_total")
-
-	b.ReportMetric(elapsed.Seconds(), "s-to-all-secrets")
-	b.ReportMetric(float64(n)/elapsed.Seconds(), "mds/s")
-	b.ReportMetric(float64(rss)/1024, "peak-rss-MiB")
-	b.ReportMetric(float64(writes)/float64(n), "api-writes/md")
-	b.ReportMetric(float64(idleWrites), "idle-writes")
-	if c := metrics["osm_render_duration_seconds_count"]; c > 0 {
-		b.ReportMetric(metrics["osm_render_duration_seconds_sum"]/c*1000, "ms/render")
-	}
-	b.Logf("%d MachineDeployments (%s): all bootstrap Secrets after %.1fs (%.1f MD/s), peak RSS %.0f MiB, %.1f API writes per MD, %d writes in 10s idle, %.1f reconciles and %.1f renders per MD, %.2f ms per render",
-		n, osp.Name, elapsed.Seconds(), float64(n)/elapsed.Seconds(), float64(rss)/1024, float64(writes)/float64(n), idleWrites,
-		metrics["osm_machinedeployment_reconciles_total"]/float64(n), metrics["osm_render_duration_seconds_count"]/float64(n),
-		metrics["osm_render_duration_seconds_sum"]/max(metrics["osm_render_duration_seconds_count"], 1)*1000)
+	return controllerUnderTest{name: "upstream", bin: bin, crdDirs: []string{dir}, args: upstreamFlags}
 }
 
 func buildController(b *testing.B) string {
 	b.Helper()
-	if _, err := plugins.Names(plugins.Builtin()); err != nil {
-		b.Fatal(err)
-	}
 	out := filepath.Join(b.TempDir(), "osm-controller")
 	cmd := exec.Command("go", "build", "-o", out, "./cmd/osm-controller")
 	cmd.Dir = testenv.RepoRoot()
@@ -152,99 +163,274 @@ func buildController(b *testing.B) string {
 	return out
 }
 
-func benchProfile(b *testing.B) (*osmv1alpha1.OperatingSystemProfile, string) {
-	b.Helper()
-	if os.Getenv("OSM_BENCH_PROFILE") != "upstream" {
-		defaults, err := plugins.DefaultProfiles()
-		if err != nil {
-			b.Fatal(err)
-		}
-		names, _ := plugins.Names(plugins.Builtin())
-		for _, d := range defaults {
-			if d.Name == "osp-ubuntu" && d.Spec.Plugin != nil && contains(names, d.Spec.Plugin.Builtin) {
-				d = d.DeepCopy()
-				d.Namespace = osmNamespace
-				return d, d.Name
-			}
-		}
-		b.Log("the embedded osp-ubuntu or its plugin is not built (run make plugins); using upstream's templates-only profile")
-	}
-	osp := &osmv1alpha1.OperatingSystemProfile{}
-	readYAMLFile(b, filepath.Join(testenv.RepoRoot(), "crds", "testdata", "upstream", "osp-ubuntu.yaml"), osp)
-	return osp, osp.Name
+// benchResult is one run's measurements.
+type benchResult struct {
+	Name string `json:"name"`
+	N    int    `json:"n"`
+	// ToAll is from starting the process to the N-th bootstrap Secret; FirstAt to the first.
+	ToAll, FirstAt time.Duration
+	// CPU is user+system time of the controller until the N-th bootstrap Secret.
+	CPU time.Duration
+	// PeakRSS is VmHWM at the end of the run (after 10 s idle), in KiB.
+	PeakRSS int
+	// AtPeak is the smaps split of the largest sampled RSS, and PeakAt when it was sampled.
+	AtPeak memSplit
+	PeakAt time.Duration
+	// HeapInuse and GoSys are the Go runtime's figures at the end of the run, in bytes.
+	HeapInuse, GoSys float64
+	Writes           writeCounts
+	IdleWrites       int
+	// Renders and Reconciles per MachineDeployment (our controller only); RenderMS the mean render time.
+	Renders, Reconciles, RenderMS float64
+	// ObjectKiB is the JSON size per MachineDeployment of the objects the controller's informers may hold.
+	ObjectKiB map[string]float64
+	Log       string
 }
 
-func createMDs(b *testing.B, c client.Client, n int, osName osmv1alpha1.OperatingSystem, osp string) {
+func runBench(b *testing.B, c controllerUnderTest, n int) benchResult {
 	b.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	sem := make(chan struct{}, 16)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			provider := []string{"aws", "openstack", "vsphere", "azure"}[i%4]
-			errs <- c.Create(context.Background(), newMD(b, fmt.Sprintf("md-%04d", i), string(osName), provider, osp))
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+	ctx, cancel := context.WithCancel(context.Background())
+	bc := startBenchCluster(b, c.crds, c.crdDirs)
+	defer func() {
+		cancel() // ends the watch, so the API server stops at once
+		bc.stop(b)
+	}()
+	mds := bc.prepare(b, n)
+	bw := watchBootstrapSecrets(ctx, b, bc.cfg, mds)
+	before := apiServerMetrics(ctx, b, bc.cfg)
 
-// controllerWrites is the number of create, update, patch and delete requests the controller has sent, from
-// client-go's rest_client_requests_total in its own metrics.
-func controllerWrites(b *testing.B, port int) int {
-	b.Helper()
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if err != nil {
-		b.Fatalf("scraping controller metrics: %v", err)
+	metricsPort, probePort := freePort(b), freePort(b)
+	args := c.args(bc.kubeconfig, metricsPort, probePort)
+	pprofDir := os.Getenv("OSM_BENCH_PPROF_DIR")
+	pprofPort := 0
+	if c.ours && pprofDir != "" {
+		pprofPort = freePort(b)
+		args = append(args, "-pprof-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	}
-	defer resp.Body.Close()
-	total := 0
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "rest_client_requests_total{") {
-			continue
-		}
-		write := false
-		for _, m := range []string{"POST", "PUT", "PATCH", "DELETE"} {
-			write = write || strings.Contains(line, `method="`+m+`"`)
-		}
-		if !write {
-			continue
-		}
-		if f := strings.Fields(line); len(f) == 2 {
-			v, _ := strconv.ParseFloat(f[1], 64)
-			total += int(v)
-		}
-	}
-	return total
-}
-
-// peakRSS is the high-water mark of a process's resident memory, in KiB.
-func peakRSS(b *testing.B, pid int) int {
-	b.Helper()
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	cmd := exec.Command(c.bin, args...)
+	cmd.Env = append(os.Environ(), c.env...)
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("osm-bench-%s-%d.log", c.name, n))
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
-			v, _ := strconv.Atoi(strings.Fields(line)[1])
-			return v
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	rss := sampleRSS(pid, start)
+
+	res := benchResult{Name: c.name, N: n, Log: logPath}
+	traced := pprofPort == 0
+	timeout := time.After(20 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for {
+		select {
+		case at := <-bw.all:
+			res.ToAll, res.CPU = at.Sub(start), cpuTime(pid)
+			break wait
+		case err := <-exited:
+			exited <- err
+			b.Fatalf("%s exited (%v) after %d of %d bootstrap Secrets; log %s:\n%s", c.name, err, bw.count(), n, logPath, tailFile(logPath, 3000))
+		case <-timeout:
+			b.Fatalf("%s: only %d of %d bootstrap Secrets after 20 minutes; log %s", c.name, bw.count(), n, logPath)
+		case <-tick.C:
+			if !traced && bw.count() >= n/10 {
+				traced = true
+				go savePprof(pprofPort, "trace?seconds=5", filepath.Join(pprofDir, fmt.Sprintf("trace-%d.out", n)))
+				go savePprof(pprofPort, "profile?seconds=10", filepath.Join(pprofDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
+			}
 		}
 	}
-	b.Fatal("no VmHWM")
-	return 0
+	res.FirstAt = bw.first.Sub(start)
+	if pprofPort != 0 {
+		for _, p := range []string{"heap", "allocs", "block", "mutex", "goroutine"} {
+			savePprof(pprofPort, p, filepath.Join(pprofDir, fmt.Sprintf("%s-%d.pb.gz", p, n)))
+		}
+	}
+	// Events and late writes trail the last Secret: wait until the writes stop, then count what the controller
+	// writes in 10 seconds with nothing to do.
+	done := settleWrites(ctx, b, bc, before)
+	time.Sleep(10 * time.Second)
+	res.IdleWrites = diffWrites(before, apiServerMetrics(ctx, b, bc.cfg)).total - done.total
+	res.Writes = done
+	rss.finish()
+	res.PeakRSS, res.AtPeak, res.PeakAt = procStatus(pid, "VmHWM"), rss.atPeak, rss.peakAt
+	m := scrapeController(metricsPort, "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",
+		"osm_render_duration_seconds_count", "osm_render_duration_seconds_sum", "osm_machinedeployment_reconciles_total")
+	res.HeapInuse, res.GoSys = sum(m, "go_memstats_heap_inuse_bytes"), sum(m, "go_memstats_sys_bytes")
+	res.Renders = sum(m, "osm_render_duration_seconds_count") / float64(n)
+	res.Reconciles = sum(m, "osm_machinedeployment_reconciles_total") / float64(n)
+	res.RenderMS = sum(m, "osm_render_duration_seconds_sum") / max(sum(m, "osm_render_duration_seconds_count"), 1) * 1000
+	res.ObjectKiB = map[string]float64{}
+	for kind, path := range map[string]string{
+		"OSCs":               "/apis/operatingsystemmanager.k8c.io/v1alpha1/namespaces/kube-system/operatingsystemconfigs",
+		"user-data Secrets":  "/api/v1/namespaces/" + userDataNS + "/secrets",
+		"MachineDeployments": "/apis/cluster.k8s.io/v1alpha1/namespaces/kube-system/machinedeployments",
+	} {
+		res.ObjectKiB[kind] = float64(objectBytes(ctx, b, bc.cfg, path)) / 1024 / float64(n)
+	}
+	printResult(res)
+	return res
+}
+
+// settleWrites waits until the API server has seen no write for 3 seconds (at most a minute) and returns the
+// writes since before.
+func settleWrites(ctx context.Context, b *testing.B, bc *benchCluster, before []sample) writeCounts {
+	b.Helper()
+	w := diffWrites(before, apiServerMetrics(ctx, b, bc.cfg))
+	for quiet, waited := 0, 0; quiet < 3 && waited < 60; waited++ {
+		time.Sleep(time.Second)
+		now := diffWrites(before, apiServerMetrics(ctx, b, bc.cfg))
+		if now.total == w.total {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		w = now
+	}
+	return w
+}
+
+func savePprof(port int, what, path string) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", port, what))
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+}
+
+func printResult(r benchResult) {
+	perMD := func(v float64) float64 { return v / float64(r.N) }
+	kinds := make([]string, 0, len(r.Writes.byKind))
+	for k, v := range r.Writes.byKind {
+		kinds = append(kinds, fmt.Sprintf("%s %.2f", k, perMD(float64(v))))
+	}
+	sort.Strings(kinds)
+	fmt.Printf("%-8s N=%-5d all bootstrap Secrets %6.1f s (%5.1f MD/s, first at %.1f s)  peak RSS %4.0f MiB  CPU %5.1f s  writes/MD %5.2f (409s %.2f)  KiB written/MD %5.1f  idle writes %d",
+		r.Name, r.N, r.ToAll.Seconds(), float64(r.N)/r.ToAll.Seconds(), r.FirstAt.Seconds(), float64(r.PeakRSS)/1024, r.CPU.Seconds(),
+		perMD(float64(r.Writes.total)), perMD(float64(r.Writes.conflicts)), perMD(r.Writes.bytes)/1024, r.IdleWrites)
+	if r.Name == "osm" {
+		fmt.Printf("  renders/MD %.2f (%.0f ms each)  reconciles/MD %.2f", r.Renders, r.RenderMS, r.Reconciles)
+	}
+	fmt.Printf("\n         API server time per write %.1f ms; JSON KiB per MD: OSCs %.1f, user-data Secrets %.1f, MachineDeployments %.1f",
+		r.Writes.seconds/max(r.Writes.timed, 1)*1000, r.ObjectKiB["OSCs"], r.ObjectKiB["user-data Secrets"], r.ObjectKiB["MachineDeployments"])
+	fmt.Printf("\n         memory at peak (%.1f s): %s; Go heap in use at end %.0f MiB, Go sys %.0f MiB\n         writes per MD: %s\n         log: %s\n",
+		r.PeakAt.Seconds(), r.AtPeak, r.HeapInuse/(1<<20), r.GoSys/(1<<20), strings.Join(kinds, ", "), r.Log)
+	if out := os.Getenv("OSM_BENCH_OUT"); out != "" {
+		if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			line, _ := json.Marshal(map[string]any{"name": r.Name, "n": r.N, "s": r.ToAll.Seconds(), "peak_rss_mib": float64(r.PeakRSS) / 1024,
+				"cpu_s": r.CPU.Seconds(), "writes_per_md": perMD(float64(r.Writes.total)), "bytes_per_md": perMD(r.Writes.bytes),
+				"idle_writes": r.IdleWrites, "by_kind": r.Writes.byKind, "renders_per_md": r.Renders, "at_peak_kib": r.AtPeak,
+				"heap_inuse_mib": r.HeapInuse / (1 << 20)})
+			_, _ = f.Write(append(line, '\n'))
+			f.Close()
+		}
+	}
+}
+
+// summarize prints the median of each figure per controller and size, the ratios between the controllers, and
+// the memory growth per MachineDeployment between sizes.
+func summarize(b *testing.B, results []benchResult) {
+	type key struct {
+		name string
+		n    int
+	}
+	groups := map[key][]benchResult{}
+	var sizes []int
+	for _, r := range results {
+		k := key{r.Name, r.N}
+		if len(groups[k]) == 0 && !containsInt(sizes, r.N) {
+			sizes = append(sizes, r.N)
+		}
+		groups[k] = append(groups[k], r)
+	}
+	sort.Ints(sizes)
+	type med struct{ s, rss, cpu, writes, kib float64 }
+	medians := map[key]med{}
+	fmt.Printf("\nmedians (%s):\n", time.Now().Format(time.RFC3339))
+	for _, n := range sizes {
+		for _, name := range []string{"upstream", "osm"} {
+			rs := groups[key{name, n}]
+			if len(rs) == 0 {
+				continue
+			}
+			m := med{
+				s:      median(rs, func(r benchResult) float64 { return r.ToAll.Seconds() }),
+				rss:    median(rs, func(r benchResult) float64 { return float64(r.PeakRSS) / 1024 }),
+				cpu:    median(rs, func(r benchResult) float64 { return r.CPU.Seconds() }),
+				writes: median(rs, func(r benchResult) float64 { return float64(r.Writes.total) / float64(n) }),
+				kib:    median(rs, func(r benchResult) float64 { return r.Writes.bytes / float64(n) / 1024 }),
+			}
+			medians[key{name, n}] = m
+			fmt.Printf("  %-8s N=%-5d runs %d: %6.1f s (%5.1f MD/s)  peak RSS %4.0f MiB  CPU %5.1f s  writes/MD %5.2f  KiB written/MD %5.1f\n",
+				name, n, len(rs), m.s, float64(n)/m.s, m.rss, m.cpu, m.writes, m.kib)
+			b.ReportMetric(m.s, fmt.Sprintf("s-%s-%d", name, n))
+			b.ReportMetric(m.rss, fmt.Sprintf("MiB-%s-%d", name, n))
+		}
+		u, uok := medians[key{"upstream", n}]
+		o, ook := medians[key{"osm", n}]
+		if uok && ook {
+			fmt.Printf("  N=%d osm vs upstream: %.2fx the rate, %.2fx the peak RSS, %.2fx the CPU, %.2fx the writes, %.2fx the bytes written\n",
+				n, u.s/o.s, o.rss/u.rss, o.cpu/u.cpu, o.writes/u.writes, o.kib/u.kib)
+		}
+	}
+	for i := 1; i < len(sizes); i++ {
+		lo, hi := sizes[i-1], sizes[i]
+		for _, name := range []string{"upstream", "osm"} {
+			a, aok := medians[key{name, lo}]
+			z, zok := medians[key{name, hi}]
+			if aok && zok {
+				fmt.Printf("  %-8s peak RSS growth N=%d..%d: %.1f KiB per MachineDeployment\n", name, lo, hi, (z.rss-a.rss)*1024/float64(hi-lo))
+			}
+		}
+	}
+}
+
+func median(rs []benchResult, f func(benchResult) float64) float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func containsInt(list []int, v int) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 func freePort(b *testing.B) int {
@@ -266,37 +452,14 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+func tailFile(path string, n int) string {
+	data, _ := os.ReadFile(path)
+	return tail(string(data), n)
+}
+
 func tail(s string, n int) string {
 	if len(s) > n {
 		return s[len(s)-n:]
 	}
 	return s
-}
-
-// scrape sums the named series of the controller's metrics endpoint.
-func scrape(b *testing.B, port int, names ...string) map[string]float64 {
-	b.Helper()
-	out := map[string]float64{}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if err != nil {
-		b.Logf("scraping controller metrics: %v", err)
-		return out
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 {
-			continue
-		}
-		name, _, _ := strings.Cut(f[0], "{")
-		for _, want := range names {
-			if name == want {
-				v, _ := strconv.ParseFloat(f[1], 64)
-				out[name] += v
-			}
-		}
-	}
-	return out
 }
