@@ -23,6 +23,11 @@ const MachineNameFile = "/etc/machine-name"
 // refuses user-data over 16 KiB.
 const BootstrapSizeLimit = 16 * 1024
 
+// ProvisioningSizeLimit is the largest provisioning user-data OSM writes: a Secret holds at most 1 MiB, and
+// the default profiles' provisioning data is about 20 KiB, so anything near the limit is a profile, extension
+// or plugin gone wrong, refused before it reaches the API server.
+const ProvisioningSizeLimit = 512 * 1024
+
 // UserData returns the encoded user-data of a stage with the credentials substituted. Credentials that come
 // from the MachineDeployment itself (a RHEL subscription password, an overwritten cloud-config) are added to
 // secrets here; the caller provides the ones it manages (tokens, registry credentials).
@@ -63,6 +68,10 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 	if stage == abi.StageBootstrap && len(data) > BootstrapSizeLimit {
 		return nil, withReason(osmv1alpha1.ReasonBootstrapTooLarge,
 			fmt.Errorf("the bootstrap user-data is %d bytes, more than the %d bytes providers accept; move files from spec.bootstrapConfig to spec.provisioningConfig", len(data), BootstrapSizeLimit))
+	}
+	if stage == abi.StageProvisioning && len(data) > ProvisioningSizeLimit {
+		return nil, withReason(osmv1alpha1.ReasonProvisioningTooLarge,
+			fmt.Errorf("the provisioning user-data is %d bytes, more than the %d bytes OSM writes into a Secret", len(data), ProvisioningSizeLimit))
 	}
 	return data, nil
 }

@@ -37,6 +37,9 @@ const (
 	ReasonProfileNotFound = "ProfileNotFound"
 	// ReasonBootstrapTooLarge means the bootstrap user-data exceeds the provider limit.
 	ReasonBootstrapTooLarge = "BootstrapTooLarge"
+	// ReasonProvisioningTooLarge means the provisioning user-data exceeds what OSM writes into a Secret
+	// (render.ProvisioningSizeLimit).
+	ReasonProvisioningTooLarge = "ProvisioningTooLarge"
 	// ReasonRenderFailed means rendering failed for a reason none of the others describe, such as missing
 	// cluster information.
 	ReasonRenderFailed = "RenderFailed"
