@@ -150,7 +150,12 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 	cloudinittest.Validate(t, boot.Name, boot.Data[render.CloudConfigKey])
 	cloudinittest.Validate(t, prov.Name, prov.Data[render.CloudConfigKey])
 	bootstrapUser := "system:bootstrap:" + c.bootstrapTokenID(t, md)
-	nodeName := "e2e-debian-0"
+	// machine-controller never creates edge machines, so nothing would replace <MACHINE_NAME>: an edge machine is
+	// named after its MachineDeployment in the user-data itself, as upstream OSM does (and so is its Node).
+	nodeName := md.Name
+	if bytes.Contains(boot.Data[render.CloudConfigKey], []byte(render.MachineNamePlaceholder)) {
+		t.Errorf("the edge bootstrap user-data still holds %s", render.MachineNamePlaceholder)
+	}
 	userData := machineUserData(boot.Data[render.CloudConfigKey], nodeName)
 	t.Logf("bootstrap user-data: %d bytes; provisioning: %d bytes", len(userData), len(prov.Data[render.CloudConfigKey]))
 
