@@ -145,6 +145,7 @@ func testExpiredToken(t *testing.T, c *cluster, e *expiringUserData) {
 // testDebianJoins boots a Debian node from the bootstrap user-data of a MachineDeployment and follows it until
 // its kubelet asks the API server for a client certificate with the MachineDeployment's bootstrap token.
 func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile) {
+	site := applySiteExtension(t, c, osp)
 	md := c.createMD(t, "e2e-debian", "debian", osp.Name)
 	boot, prov := c.userData(t, md)
 	cloudinittest.Validate(t, boot.Name, boot.Data[render.CloudConfigKey])
@@ -201,6 +202,8 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 			return false, nil
 		})
 	}
+	// The node's sysctls land in the host's kernel, which collect restores: read the extension's now.
+	sysctl := readSiteSysctl(n)
 	r := n.collect()
 
 	t.Run("bootstrap fetched the provisioning config over TLS verified with the cluster CA", func(t *testing.T) {
@@ -220,6 +223,9 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 	})
 	t.Run("kubelet asked for its certificate with the bootstrap token", func(t *testing.T) {
 		checkCSR(t, c, csr, bootstrapUser, nodeName)
+	})
+	t.Run("the site extension is on the node: files, sysctl and CA trust", func(t *testing.T) {
+		checkSiteExtension(t, n, site, sysctl)
 	})
 	t.Run("kubelet got its certificate and registered the Node (stretch)", func(t *testing.T) {
 		checkRegistration(t, c, n, r, certErr, registered, nodeName)
