@@ -14,9 +14,10 @@ import (
 // at once and is retried after the pending error's short delay, not after the long stall of a failed pull.
 func TestPendingPluginRetriesSoon(t *testing.T) {
 	r := &Reconciler{StalledRetry: 10 * time.Minute}
-	pending := &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: &plugin.PendingError{Image: "r/p@sha256:00", For: time.Second}}
+	pull := &plugin.PendingError{Image: "r/p@sha256:00", For: time.Second}
+	pending := &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: pull}
 	s, ok := isStalling(r.renderFailure(context.Background(), pending))
-	if !ok || s.retryAfter != pending.Err.(*plugin.PendingError).RetryAfter() {
+	if !ok || s.retryAfter != pull.RetryAfter() {
 		t.Errorf("pending plugin: stalling=%v retryAfter=%v", ok, s)
 	}
 	failed := &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: context.DeadlineExceeded}
