@@ -50,7 +50,8 @@ type CloudProvider struct {
 	Name string `json:"name"`
 	// Spec is the OSP's per-provider spec for this provider.
 	Spec json.RawMessage `json:"spec,omitempty"`
-	// MachineSpec is the MachineDeployment's cloudProviderSpec with secret references removed.
+	// MachineSpec is the MachineDeployment's cloudProviderSpec reduced to the settings the host allow-lists
+	// (placement, network, machine shape): credentials and anything unknown never reach a plugin.
 	MachineSpec json.RawMessage `json:"machineSpec,omitempty"`
 	// External is true when the cluster runs an external (out-of-tree) cloud controller manager.
 	External bool `json:"external,omitempty"`
