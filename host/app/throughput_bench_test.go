@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -163,10 +164,16 @@ func buildController(b *testing.B) string {
 	return out
 }
 
+// stallAfter is how long a run may go without a new bootstrap Secret before it is reported as stalled.
+const stallAfter = time.Minute
+
 // benchResult is one run's measurements.
 type benchResult struct {
 	Name string `json:"name"`
 	N    int    `json:"n"`
+	// Stalled runs stopped making progress with Done of N bootstrap Secrets; their time counts as infinite.
+	Stalled bool
+	Done    int
 	// ToAll is from starting the process to the N-th bootstrap Secret; FirstAt to the first.
 	ToAll, FirstAt time.Duration
 	// CPU is user+system time of the controller until the N-th bootstrap Secret.
@@ -239,6 +246,7 @@ func runBench(b *testing.B, c controllerUnderTest, n int) benchResult {
 	timeout := time.After(20 * time.Minute)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
+	lastCount, lastProgress := 0, time.Now()
 wait:
 	for {
 		select {
@@ -251,12 +259,24 @@ wait:
 		case <-timeout:
 			b.Fatalf("%s: only %d of %d bootstrap Secrets after 20 minutes; log %s", c.name, bw.count(), n, logPath)
 		case <-tick.C:
+			// A controller that stops making progress (upstream can end up with two bootstrap tokens for one
+			// MachineDeployment and then fails it forever) is reported as stalled; the other runs still count.
+			if k := bw.count(); k != lastCount {
+				lastCount, lastProgress = k, time.Now()
+			} else if k > 0 && time.Since(lastProgress) > stallAfter {
+				res.Stalled, res.Done = true, k
+				res.ToAll, res.CPU = time.Since(start), cpuTime(pid)
+				break wait
+			}
 			if !traced && bw.count() >= n/10 {
 				traced = true
 				go savePprof(pprofPort, "trace?seconds=5", filepath.Join(pprofDir, fmt.Sprintf("trace-%d.out", n)))
 				go savePprof(pprofPort, "profile?seconds=10", filepath.Join(pprofDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
 			}
 		}
+	}
+	if res.Stalled {
+		fmt.Printf("%-8s N=%-5d STALLED: %d of %d bootstrap Secrets, none for %s; log %s\n", c.name, n, res.Done, n, stallAfter, logPath)
 	}
 	res.FirstAt = bw.first.Sub(start)
 	if pprofPort != 0 {
@@ -381,15 +401,26 @@ func summarize(b *testing.B, results []benchResult) {
 				continue
 			}
 			m := med{
-				s:      median(rs, func(r benchResult) float64 { return r.ToAll.Seconds() }),
+				s: median(rs, func(r benchResult) float64 {
+					if r.Stalled {
+						return math.Inf(1)
+					}
+					return r.ToAll.Seconds()
+				}),
 				rss:    median(rs, func(r benchResult) float64 { return float64(r.PeakRSS) / 1024 }),
 				cpu:    median(rs, func(r benchResult) float64 { return r.CPU.Seconds() }),
 				writes: median(rs, func(r benchResult) float64 { return float64(r.Writes.total) / float64(n) }),
 				kib:    median(rs, func(r benchResult) float64 { return r.Writes.bytes / float64(n) / 1024 }),
 			}
 			medians[key{name, n}] = m
-			fmt.Printf("  %-8s N=%-5d runs %d: %6.1f s (%5.1f MD/s)  peak RSS %4.0f MiB  CPU %5.1f s  writes/MD %5.2f  KiB written/MD %5.1f\n",
-				name, n, len(rs), m.s, float64(n)/m.s, m.rss, m.cpu, m.writes, m.kib)
+			stalled := 0
+			for _, r := range rs {
+				if r.Stalled {
+					stalled++
+				}
+			}
+			fmt.Printf("  %-8s N=%-5d runs %d (%d stalled, counted as infinite time): %6.1f s (%5.1f MD/s)  peak RSS %4.0f MiB  CPU %5.1f s  writes/MD %5.2f  KiB written/MD %5.1f\n",
+				name, n, len(rs), stalled, m.s, float64(n)/m.s, m.rss, m.cpu, m.writes, m.kib)
 			b.ReportMetric(m.s, fmt.Sprintf("s-%s-%d", name, n))
 			b.ReportMetric(m.rss, fmt.Sprintf("MiB-%s-%d", name, n))
 		}
