@@ -11,10 +11,10 @@ fuzztime="${1:-${FUZZTIME:-30s}}"
 export GOFLAGS="-buildvcs=false ${GOFLAGS:-}"
 
 run_module() {
-  local dir="$1"
+  local dir="$1" exclude="$2" # exclude: a nested module's directory, which its own run covers
   cd "${root}/${dir}"
   # "<package dir> <target>" for every func FuzzXxx(f *testing.F) in a _test.go file.
-  { grep -rlE --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . || true; } | sort | while read -r file; do
+  { grep -rlE --include='*_test.go' --exclude-dir="${exclude:-.git}" '^func Fuzz[A-Za-z0-9_]*\(f \*testing\.F\)' . || true; } | sort | while read -r file; do
     pkg="./$(dirname "${file#./}")"
     grep -oE '^func Fuzz[A-Za-z0-9_]*' "${file}" | sed 's/^func //' | while read -r target; do
       echo "fuzz: ${dir:-.} ${pkg} ${target} for ${fuzztime}" >&2
@@ -23,5 +23,5 @@ run_module() {
   done
 }
 
-run_module ""
-run_module "sdk"
+run_module "" sdk
+run_module sdk examples
