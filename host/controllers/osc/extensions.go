@@ -50,12 +50,12 @@ func (r *Reconciler) loadExtensions(ctx context.Context, st *state) error {
 		Extensions []applied
 	}{Base: st.hash}
 	for i := range st.osp.Spec.Plugins {
-		in.Pipeline = append(in.Pipeline, r.refDigest(ctx, st.osp.Namespace, &st.osp.Spec.Plugins[i]))
+		in.Pipeline = append(in.Pipeline, r.pluginDigest(ctx, st.osp.Namespace, &st.osp.Spec.Plugins[i]))
 	}
 	for _, x := range xs {
 		a := applied{UID: x.UID, Generation: x.Generation}
 		for i := range x.Spec.Plugins {
-			a.Digests = append(a.Digests, r.refDigest(ctx, x.Namespace, &x.Spec.Plugins[i]))
+			a.Digests = append(a.Digests, r.pluginDigest(ctx, x.Namespace, &x.Spec.Plugins[i]))
 		}
 		in.Extensions = append(in.Extensions, a)
 	}
@@ -101,17 +101,4 @@ func (r *Reconciler) machinesOfExtension(mgmt ctrl.Reader, worker ctrl.Reader) h
 			}
 		},
 	}
-}
-
-// refDigest is the digest a plugin reference resolves to now, empty when it does not resolve (the render then
-// says why).
-func (r *Reconciler) refDigest(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) string {
-	if r.Renderer.Plugins == nil {
-		return ""
-	}
-	p, err := r.Renderer.Plugins.Resolve(ctx, namespace, ref)
-	if err != nil {
-		return ""
-	}
-	return p.Identity().Digest
 }

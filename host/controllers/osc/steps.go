@@ -45,25 +45,25 @@ func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
 	if st.cluster, err = r.ClusterInfo(ctx); err != nil {
 		return stall(osmv1alpha1.ReasonRenderFailed, err)
 	}
-	st.hash = inputHash(st.md, st.osp, r.pluginDigest(ctx, st.osp), st.cluster, r.settingsHash, r.Build)
+	st.hash = inputHash(st.md, st.osp, r.pluginDigest(ctx, st.osp.Namespace, st.osp.Spec.Plugin), st.cluster, r.settingsHash, r.Build)
 	return nil
 }
 
-// pluginDigest names the profile's plugin module for the render hash, without loading it when the source
-// can tell (render.PluginIdentifier). A plugin that does not resolve hashes as empty; the render then
-// reports why.
-func (r *Reconciler) pluginDigest(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) string {
-	if osp.Spec.Plugin == nil || r.Renderer.Plugins == nil {
+// pluginDigest names the module a plugin reference (a profile's or an extension's, in namespace) resolves to,
+// for the render hash, without loading it when the source can tell (render.PluginIdentifier). A plugin that
+// does not resolve hashes as empty; the render then reports why.
+func (r *Reconciler) pluginDigest(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) string {
+	if ref == nil || r.Renderer.Plugins == nil {
 		return ""
 	}
 	if ider, ok := r.Renderer.Plugins.(render.PluginIdentifier); ok {
-		id, _, err := ider.Identify(ctx, osp.Namespace, osp.Spec.Plugin)
+		id, _, err := ider.Identify(ctx, namespace, ref)
 		if err != nil {
 			return ""
 		}
 		return id.Digest
 	}
-	p, err := r.Renderer.Plugins.Resolve(ctx, osp.Namespace, osp.Spec.Plugin)
+	p, err := r.Renderer.Plugins.Resolve(ctx, namespace, ref)
 	if err != nil {
 		return ""
 	}
