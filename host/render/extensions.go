@@ -60,11 +60,17 @@ func appliedExtensions(xs []*osmv1alpha1.OperatingSystemProfileExtension) []Appl
 	return out
 }
 
-// resolve loads a plugin of the profile's pipeline or of an extension and checks that it renders for the
-// machine. what names the reference in errors.
+// resolve loads a plugin — the profile's (what is empty), one of its pipeline or of an extension (what names
+// the reference in errors) — and checks that it renders for the machine.
 func (r *Renderer) resolve(ctx context.Context, m *machine, ref *osmv1alpha1.PluginReference, what string) (Plugin, error) {
+	named := func(err error) error {
+		if what == "" {
+			return err
+		}
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	if r.Plugins == nil {
-		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, fmt.Errorf("%s names a plugin but no plugin source is configured", what))
+		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, named(errors.New("profile has a plugin but no plugin source is configured")))
 	}
 	p, err := r.Plugins.Resolve(ctx, m.Profile.Namespace, ref)
 	if err != nil {
@@ -72,17 +78,17 @@ func (r *Renderer) resolve(ctx context.Context, m *machine, ref *osmv1alpha1.Plu
 		if errors.As(err, &re) {
 			return nil, err
 		}
-		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, fmt.Errorf("%s: %w", what, err))
+		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, named(err))
 	}
 	md := p.Metadata()
 	osp := m.Profile
 	switch {
 	case !md.SupportsOS(string(osp.Spec.OSName), osp.Spec.OSVersion):
-		return nil, unsupported(fmt.Errorf("%s: plugin %q does not support %s %s", what, md.Name, osp.Spec.OSName, osp.Spec.OSVersion))
+		return nil, unsupported(named(fmt.Errorf("plugin %q does not support %s %s", md.Name, osp.Spec.OSName, osp.Spec.OSVersion)))
 	case !md.SupportsUtility(m.utility):
-		return nil, unsupported(fmt.Errorf("%s: plugin %q does not render for provisioning utility %q", what, md.Name, m.utility))
+		return nil, unsupported(named(fmt.Errorf("plugin %q does not render for provisioning utility %q", md.Name, m.utility)))
 	case !md.SupportsCloudProvider(m.cloudProvider()):
-		return nil, unsupported(fmt.Errorf("%s: plugin %q does not support cloud provider %q", what, md.Name, m.cloudProvider()))
+		return nil, unsupported(named(fmt.Errorf("plugin %q does not support cloud provider %q", md.Name, m.cloudProvider())))
 	}
 	return p, nil
 }

@@ -2,7 +2,6 @@ package render
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -213,32 +212,10 @@ func (r *Renderer) pipeline(ctx context.Context, m *machine) ([]pipelineStep, er
 }
 
 func (r *Renderer) plugin(ctx context.Context, m *machine) (Plugin, error) {
-	ref := m.Profile.Spec.Plugin
-	if ref == nil {
+	if m.Profile.Spec.Plugin == nil {
 		return nil, nil
 	}
-	if r.Plugins == nil {
-		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, errors.New("profile has a plugin but no plugin source is configured"))
-	}
-	p, err := r.Plugins.Resolve(ctx, m.Profile.Namespace, ref)
-	if err != nil {
-		var re *Error
-		if errors.As(err, &re) {
-			return nil, err
-		}
-		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, err)
-	}
-	md := p.Metadata()
-	osp := m.Profile
-	switch {
-	case !md.SupportsOS(string(osp.Spec.OSName), osp.Spec.OSVersion):
-		return nil, unsupported(fmt.Errorf("plugin %q does not support %s %s", md.Name, osp.Spec.OSName, osp.Spec.OSVersion))
-	case !md.SupportsUtility(m.utility):
-		return nil, unsupported(fmt.Errorf("plugin %q does not render for provisioning utility %q", md.Name, m.utility))
-	case !md.SupportsCloudProvider(m.cloudProvider()):
-		return nil, unsupported(fmt.Errorf("plugin %q does not support cloud provider %q", md.Name, m.cloudProvider()))
-	}
-	return p, nil
+	return r.resolve(ctx, m, m.Profile.Spec.Plugin, "")
 }
 
 func (o *Output) callRender(ctx context.Context, m *machine, p Plugin, config map[string]string, stage abi.Stage, in *abi.NodeConfig) (*abi.NodeConfig, error) {
