@@ -47,6 +47,8 @@ type Config struct {
 	CacheDir string
 	// Registry holds the settings for pulling plugin images; credentials come per resolution.
 	Registry RegistryConfig
+	// NoSnapshot makes every plugin instance initialise itself (runtime.Config.NoSnapshot): for comparisons.
+	NoSnapshot bool
 }
 
 // RegistryConfig is how the controller reaches registries.
@@ -89,7 +91,7 @@ func (c Config) withDefaults() Config {
 
 // runtimeConfig is the configuration of every module's runtime; limits are the resources they all share.
 func (c Config) runtimeConfig(hooks runtime.Hooks, limits *runtime.Limits) runtime.Config {
-	rc := runtime.Config{MemoryLimit: c.MemoryLimit, Timeout: c.Timeout, Limits: limits, Hooks: hooks}
+	rc := runtime.Config{MemoryLimit: c.MemoryLimit, Timeout: c.Timeout, Limits: limits, Hooks: hooks, NoSnapshot: c.NoSnapshot}
 	if c.CacheDir != "" {
 		rc.CacheDir = filepath.Join(c.CacheDir, "wazero")
 	}

@@ -1,6 +1,7 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -128,7 +129,8 @@ func (m *Manager) logCompile(e runtime.CompileEvent) {
 		m.log.Error(e.Err, "compiling plugin failed", "plugin", e.Plugin, "digest", e.Digest)
 		return
 	}
-	m.log.V(1).Info("compiled plugin", "plugin", e.Plugin, "digest", e.Digest, "seconds", e.Duration.Seconds(), "cache", e.Layer)
+	m.log.V(1).Info("compiled plugin", "plugin", e.Plugin, "digest", e.Digest, "seconds", e.Duration.Seconds(), "cache", e.Layer,
+		"snapshot", cmp.Or(e.NotSnapshotted, "instances start initialised"))
 }
 
 // Identify checks ref and says which module it names, without compiling or pulling anything: a built-in's

@@ -16,6 +16,10 @@ const (
 	ExportRender   = "osm_render"
 	ExportValidate = "osm_validate"
 	ExportEncode   = "osm_encode"
+	// ExportWarmup is optional and never called with a request: the host calls it once, after the module's
+	// initialisation, on the instance it snapshots, so that what a first render builds lazily is part of every
+	// instance's starting state (SPEC.md §6). The SDK's guest package implements it by rendering a sample.
+	ExportWarmup = "osm_warmup"
 )
 
 // Stage is one of the two configurations rendered per MachineDeployment.

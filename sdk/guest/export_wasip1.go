@@ -38,3 +38,6 @@ func serve(export string, hasInput bool) int32 {
 	pdk.Output(out)
 	return 0
 }
+
+//go:wasmexport osm_warmup
+func osmWarmup() { warmUp(current()) }

@@ -27,6 +27,9 @@ const (
 	// DefaultCompileConcurrency: two compilations at once, so a slow one (a large hostile module within the
 	// limits of package wasmcheck takes seconds) leaves a lane for the others.
 	DefaultCompileConcurrency = 2
+	// MaxSnapshotGrowth bounds how much larger than the original a module rebuilt from a snapshot may be:
+	// the initialised memory becomes data the loaded module keeps. A default plugin grows by 0.8 MB.
+	MaxSnapshotGrowth = 8 << 20
 )
 
 // wasmPageSize is the size of a WebAssembly memory page.
@@ -77,6 +80,10 @@ type Config struct {
 	Limits *Limits
 	// Hooks receive metrics and guest output.
 	Hooks Hooks
+	// NoSnapshot makes every instance run the module's initialisation itself instead of starting from a
+	// snapshot of an initialised instance (SPEC.md §6). Only for comparisons and diagnosis: it makes a render
+	// several times slower.
+	NoSnapshot bool
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -2,14 +2,21 @@ package runtime_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/osmhq/osm/sdk/internal/sample"
 	"github.com/osmhq/osm/sdk/plugintest"
 	"github.com/osmhq/osm/sdk/runtime"
 )
+
+// pristine is what the "healthy" plugin's state file says in a fresh instance. Instances start from a snapshot
+// taken after osm_warmup rendered the SDK's sample for both stages: that is all a fresh instance has seen,
+// never anything of another call.
+var pristine = fmt.Sprintf("renders=2 previous=%q", sample.Request("", "", "", "", "").Context.MachineDeployment.Name)
 
 var (
 	wasmMu    sync.Mutex

@@ -37,7 +37,10 @@ type CompileEvent struct {
 	// Layer is LayerDisk when the machine code came from the disk cache, LayerNone otherwise. The disk layer is
 	// detected by a marker OSM keeps beside wazero's cache, so it is a best-effort label.
 	Layer CacheLayer
-	Err   error
+	// NotSnapshotted is empty when the module's instances start from a snapshot of its initialised state
+	// (SPEC.md §6), and otherwise says why they initialise themselves.
+	NotSnapshotted string
+	Err            error
 }
 
 // CallEvent describes one export call.

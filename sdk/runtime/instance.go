@@ -28,9 +28,9 @@ func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	cfg := &m.rt.cfg
 	inst := &instance{memory: &memoryMeter{kernelMax: cfg.ioMemory()}, stdout: newCapture(cfg.MaxOutputBytes), stderr: newCapture(cfg.MaxOutputBytes)}
 	// A fresh ModuleConfig keeps wazero's sandbox defaults: no arguments, no environment, no preopened
-	// directories, a fake wall clock and monotonic clock, and a deterministic random source. Extism sets none
-	// of them (except stdout/stderr when EXTISM_ENABLE_WASI_OUTPUT is set in the controller's environment).
-	mc := wazero.NewModuleConfig().WithStdout(inst.stdout).WithStderr(inst.stderr)
+	// directories; the clocks and the random source are deterministic (guestEnv). Extism sets none of them
+	// (except stdout/stderr when EXTISM_ENABLE_WASI_OUTPUT is set in the controller's environment).
+	mc, _ := m.start.apply(wazero.NewModuleConfig().WithStdout(inst.stdout).WithStderr(inst.stderr))
 	p, err := m.compiled.Instance(experimental.WithMemoryAllocator(ctx, inst.memory), extism.PluginInstanceConfig{ModuleConfig: mc})
 	if err != nil {
 		return inst, err

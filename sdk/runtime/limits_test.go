@@ -144,8 +144,8 @@ func TestNoStateAcrossCalls(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if got := resp.Config.File("/etc/osm/instance").Content.Inline.Data; got != `renders=0 previous=""` {
-					t.Errorf("render for %s saw an earlier call: %s", req.Context.MachineDeployment.Name, got)
+				if got := resp.Config.File("/etc/osm/instance").Content.Inline.Data; got != pristine {
+					t.Errorf("render for %s saw an earlier call: %s, want the snapshot's %s", req.Context.MachineDeployment.Name, got, pristine)
 				}
 			}
 		}()

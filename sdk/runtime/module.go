@@ -26,6 +26,7 @@ type Module struct {
 	compiled *extism.CompiledPlugin
 	meta     abi.Metadata
 	exports  map[string]bool
+	start    guestEnv // where instances' clocks and random source start
 
 	mu       sync.RWMutex
 	closed   bool

@@ -196,11 +196,13 @@ func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte) (*
 	if err != nil {
 		return nil, err
 	}
-	compiled, err := r.compile(ctx, name, digest, wasm)
+	start := r.prepare(ctx, wasm, info)
+	compiled, err := r.compile(ctx, name, digest, start)
 	if err != nil {
 		return nil, err
 	}
 	m := newModule(r, name, digest, compiled, info)
+	m.start = start.env
 	if err := m.init(ctx); err != nil {
 		_ = m.Close(context.Background())
 		return nil, err
@@ -221,7 +223,7 @@ func (r *Runtime) check(name, digest string, wasm []byte) (*wasmcheck.Module, er
 	return info, nil
 }
 
-func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte) (*extism.CompiledPlugin, error) {
+func (r *Runtime) compile(ctx context.Context, name, digest string, start startState) (*extism.CompiledPlugin, error) {
 	r.compiling <- struct{}{}
 	defer func() { <-r.compiling }()
 
@@ -232,9 +234,9 @@ func (r *Runtime) compile(ctx context.Context, name, digest string, wasm []byte)
 			layer = LayerDisk
 		}
 	}
-	start := time.Now()
-	compiled, err := r.compileModule(ctx, wasm)
-	ev := CompileEvent{Plugin: name, Digest: digest, Duration: time.Since(start), Layer: layer}
+	began := time.Now()
+	compiled, err := r.compileModule(ctx, start.wasm)
+	ev := CompileEvent{Plugin: name, Digest: digest, Duration: time.Since(began), Layer: layer, NotSnapshotted: start.snapshot}
 	if err != nil {
 		ev.Err = err
 		r.cfg.Hooks.compiled(ev)

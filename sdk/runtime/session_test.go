@@ -9,8 +9,8 @@ import (
 )
 
 // TestSessionsShareAnInstanceOnlyWithinOneMachineDeployment: the calls of one session run on one instance (the
-// second render sees the first), a new session starts from nothing, and the instance's memory is reserved
-// until Close.
+// second render sees the first), a new session starts from the module's snapshot, and the instance's memory is
+// reserved until Close.
 func TestSessionsShareAnInstanceOnlyWithinOneMachineDeployment(t *testing.T) {
 	rt := newRuntime(t, runtime.Config{})
 	m := load(t, rt, "healthy")
@@ -32,10 +32,10 @@ func TestSessionsShareAnInstanceOnlyWithinOneMachineDeployment(t *testing.T) {
 		if now, _ := runtime.MemoryReserved(rt); now != runtime.CallMemory(rt) {
 			t.Errorf("an open session reserves %d bytes, want one call's %d", now, runtime.CallMemory(rt))
 		}
-		if got := instanceFile(s, md); got != `renders=0 previous=""` {
-			t.Errorf("the first render of %s's session saw an earlier call: %s", md, got)
+		if got := instanceFile(s, md); got != pristine {
+			t.Errorf("the first render of %s's session saw an earlier call: %s, want the snapshot's %s", md, got, pristine)
 		}
-		if got, want := instanceFile(s, md), `renders=1 previous="`+md+`"`; got != want {
+		if got, want := instanceFile(s, md), `renders=3 previous="`+md+`"`; got != want {
 			t.Errorf("the second render of %s's session = %s, want %s (one instance per session)", md, got, want)
 		}
 		s.Close()

@@ -17,6 +17,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // Limits bound what a module may contain. Zero fields take the values of DefaultLimits.
@@ -91,6 +92,10 @@ type Module struct {
 	MaxBodyBytes, MaxLocals, MaxBranches uint32
 	// Cost is the sum of the squares of each function's control instructions.
 	Cost uint64
+	// Unsnapshottable says why an initialised instance's state is more than its globals and its memory (an
+	// imported memory, table or global, a start function, passive data, an instruction that changes a table),
+	// or is empty when package wasmsnap can capture it.
+	Unsnapshottable string
 }
 
 // ExportsFunc reports whether the module exports a function of that name.
@@ -181,6 +186,12 @@ func (c *checker) section(id byte, r *reader) error {
 			r.u32()
 			c.mod.Exports[name] = kind
 		}
+	case 8:
+		c.unsnapshottable("it has a start function")
+		r.pos = len(r.b)
+	case 12:
+		c.unsnapshottable("it has passive data segments")
+		r.pos = len(r.b)
 	case 10:
 		return c.code(r)
 	default:
@@ -204,11 +215,14 @@ func (c *checker) imports(r *reader) {
 		case KindTable:
 			r.byte()
 			r.limits()
+			c.unsnapshottable("it imports a table")
 		case KindMemory:
 			r.limits()
+			c.unsnapshottable("it imports its memory")
 		case KindGlobal:
 			r.valType()
 			r.byte()
+			c.unsnapshottable("it imports a global")
 		default:
 			r.fail("import %d has unsupported kind %#x", i, kind)
 		}
@@ -258,6 +272,7 @@ func (c *checker) body(fn int, code []byte) error {
 	for depth > 0 && r.err == nil {
 		start := r.pos
 		op := r.byte()
+		c.noteStateChange(op, r)
 		if err := skipImmediates(r, op); err != nil {
 			return fmt.Errorf("function %d at offset %d: %w", fn, start, err)
 		}
@@ -285,4 +300,27 @@ func (c *checker) body(fn int, code []byte) error {
 		return &LimitError{What: "compile cost (sum of squared control instructions per function)", Got: c.mod.Cost, Limit: c.limits.Cost, Func: fn}
 	}
 	return nil
+}
+
+func (c *checker) unsnapshottable(why string) {
+	if c.mod.Unsnapshottable == "" {
+		c.mod.Unsnapshottable = why
+	}
+}
+
+// noteStateChange records instructions that change state outside globals and memory: tables and the dropped
+// flag of segments. r is positioned after op.
+func (c *checker) noteStateChange(op byte, r *reader) {
+	switch op {
+	case 0x26: // table.set
+		c.unsnapshottable("it changes a table (table.set)")
+	case 0xfc:
+		peek := *r
+		switch sub := peek.u32(); sub {
+		case 8, 9: // memory.init, data.drop
+			c.unsnapshottable("it uses passive data (memory.init, data.drop)")
+		case 12, 13, 14, 15, 17: // table.init, elem.drop, table.copy, table.grow, table.fill
+			c.unsnapshottable("it changes a table (0xfc " + strconv.Itoa(int(sub)) + ")")
+		}
+	}
 }

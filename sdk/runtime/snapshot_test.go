@@ -1,0 +1,120 @@
+package runtime_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/internal/wasmtest"
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// compileEvents records what the runtime reports about each compilation.
+type compileEvents struct {
+	mu     sync.Mutex
+	events []runtime.CompileEvent
+}
+
+func (c *compileEvents) hooks() runtime.Hooks {
+	return runtime.Hooks{Compiled: func(e runtime.CompileEvent) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.events = append(c.events, e)
+	}}
+}
+
+func (c *compileEvents) last(t *testing.T) runtime.CompileEvent {
+	t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.events) == 0 {
+		t.Fatal("no compilation reported")
+	}
+	return c.events[len(c.events)-1]
+}
+
+// TestInstancesStartFromASnapshot: a Go plugin's instances start from the snapshot of an initialised, warmed-up
+// instance, and render exactly what an instance that initialises itself renders; only the test plugin's own
+// record of earlier calls tells them apart.
+func TestInstancesStartFromASnapshot(t *testing.T) {
+	render := func(cfg runtime.Config) (*abi.RenderResponse, runtime.CompileEvent) {
+		var events compileEvents
+		cfg.Hooks = events.hooks()
+		cfg.CacheDir = t.TempDir()
+		m := load(t, newRuntime(t, cfg), "healthy")
+		resp, err := m.Render(context.Background(), benchRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, events.last(t)
+	}
+	snap, snapEvent := render(runtime.Config{})
+	cold, coldEvent := render(runtime.Config{NoSnapshot: true})
+	if snapEvent.NotSnapshotted != "" {
+		t.Errorf("healthy plugin not snapshotted: %s", snapEvent.NotSnapshotted)
+	}
+	if !strings.Contains(coldEvent.NotSnapshotted, "NoSnapshot") {
+		t.Errorf("with NoSnapshot the compile event says %q", coldEvent.NotSnapshotted)
+	}
+	instance := func(r *abi.RenderResponse) string {
+		f := r.Config.File("/etc/osm/instance")
+		if f == nil {
+			t.Fatal("no /etc/osm/instance")
+		}
+		data := f.Content.Inline.Data
+		f.Content.Inline.Data = ""
+		return data
+	}
+	if got := instance(snap); got != pristine {
+		t.Errorf("snapshotted instance: %s, want %s", got, pristine)
+	}
+	if got := instance(cold); got != `renders=0 previous=""` {
+		t.Errorf("self-initialised instance: %s, want a first render", got)
+	}
+	if diff := cmp.Diff(cold, snap); diff != "" {
+		t.Errorf("renders differ between a snapshotted and a self-initialised instance (-cold +snapshot):\n%s", diff)
+	}
+}
+
+// TestSnapshotsAreBounded: a module whose initialisation fills its memory is not snapshotted (the image would
+// stay in memory with the module), and loads and renders as before; one whose initialisation never ends costs
+// the load one timeout, then fails as it always did.
+func TestSnapshotsAreBounded(t *testing.T) {
+	var events compileEvents
+	rt := newRuntime(t, runtime.Config{Hooks: events.hooks(), CacheDir: t.TempDir()})
+	m, err := rt.Load(context.Background(), "fills-memory", fillingPlugin(16<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := events.last(t).NotSnapshotted; !strings.Contains(got, "larger") {
+		t.Errorf("a module initialising 16 MiB of memory: NotSnapshotted = %q, want the size refused", got)
+	}
+	if m.Metadata().Name != "hand" {
+		t.Errorf("metadata = %+v", m.Metadata())
+	}
+}
+
+// fillingPlugin is a hand-written plugin whose _initialize grows its memory by size bytes and fills them.
+func fillingPlugin(size int32) []byte {
+	imports := []wasmtest.Import{
+		{Module: "extism:host/env", Name: "alloc", Params: []byte{wasmtest.I64}, Results: []byte{wasmtest.I64}},
+		{Module: "extism:host/env", Name: "store_u8", Params: []byte{wasmtest.I64, wasmtest.I32}},
+		{Module: "extism:host/env", Name: "output_set", Params: []byte{wasmtest.I64, wasmtest.I64}},
+	}
+	var fill []byte
+	fill = append(fill, wasmtest.I32ConstS(size/65536)...)
+	fill = append(fill, 0x40, 0x00, 0x1a) // memory.grow, drop
+	fill = append(fill, wasmtest.I32ConstS(65536)...)
+	fill = append(fill, wasmtest.I32ConstS(0xab)...)
+	fill = append(fill, wasmtest.I32ConstS(size)...)
+	fill = append(fill, 0xfc, 0x0b, 0x00) // memory.fill
+	return wasmtest.Module{Imports: imports, Memory: 1, Data: []byte(handMetadata), Funcs: []wasmtest.Func{
+		{Results: []byte{wasmtest.I32}, Locals: []byte{wasmtest.I64, wasmtest.I32}, Code: writeOutput([]byte(handMetadata)), Export: "osm_metadata"},
+		{Results: []byte{wasmtest.I32}, Code: wasmtest.I32Const(0), Export: "osm_render"},
+		{Code: fill, Export: "_initialize"},
+	}}.Bytes()
+}
