@@ -44,32 +44,43 @@ func (r *Runtime) prepare(ctx context.Context, wasm []byte, info *wasmcheck.Modu
 	if !info.ExportsFunc(wasmsnap.Initialize) {
 		return startState{wasm: wasm, snapshot: "not snapshotted: it does not export " + wasmsnap.Initialize}
 	}
-	img, env, err := r.snapshot(ctx, wasm)
-	if err == nil {
-		var built []byte
-		if built, err = wasmsnap.Build(wasm, img); err == nil && len(built) > len(wasm)+MaxSnapshotGrowth {
-			err = fmt.Errorf("its initialised memory would make it %d bytes larger, more than %d", len(built)-len(wasm), MaxSnapshotGrowth)
-		}
-		if err == nil {
-			return startState{wasm: built, env: env}
-		}
+	built, env, err := r.snapshot(ctx, wasm)
+	if err == nil && len(built) > len(wasm)+MaxSnapshotGrowth {
+		err = fmt.Errorf("its initialised memory would make it %d bytes larger, more than %d", len(built)-len(wasm), MaxSnapshotGrowth)
 	}
-	return startState{wasm: wasm, snapshot: "not snapshotted: " + err.Error()}
+	if err != nil {
+		return startState{wasm: wasm, snapshot: "not snapshotted: " + err.Error()}
+	}
+	return startState{wasm: built, env: env}
 }
 
 // errImportCalled is the trap of an import the snapshotted initialisation must not call.
 var errImportCalled = errors.New("initialisation called a host function other than WASI's")
 
-// snapshot instantiates a probe of the module (package wasmsnap) in a runtime of its own, which is closed with
-// its machine code afterwards, initialises it and captures its globals and memory.
-func (r *Runtime) snapshot(ctx context.Context, wasm []byte) (wasmsnap.Image, guestEnv, error) {
+// errWarmUp is a failed osm_warmup, after which the instance's state is unknown.
+var errWarmUp = errors.New(abi.ExportWarmup + " failed")
+
+// snapshot returns the module rebuilt from an initialised, warmed-up instance; if warming up fails, from an
+// initialised one.
+func (r *Runtime) snapshot(ctx context.Context, wasm []byte) ([]byte, guestEnv, error) {
+	built, env, err := r.probe(ctx, wasm, true)
+	if errors.Is(err, errWarmUp) {
+		return r.probe(ctx, wasm, false)
+	}
+	return built, env, err
+}
+
+// probe instantiates a probe of the module (package wasmsnap) in a runtime of its own, which is closed with
+// its machine code afterwards, initialises it (and warms it up) and returns the module rebuilt from its
+// globals and memory.
+func (r *Runtime) probe(ctx context.Context, wasm []byte, warmUp bool) ([]byte, guestEnv, error) {
 	probe, globals, err := wasmsnap.Probe(wasm)
 	if err != nil {
-		return wasmsnap.Image{}, guestEnv{}, err
+		return nil, guestEnv{}, err
 	}
 	reserve := r.cfg.MemoryLimit
 	if err := r.memory.acquire(ctx, reserve); err != nil {
-		return wasmsnap.Image{}, guestEnv{}, err
+		return nil, guestEnv{}, err
 	}
 	defer r.memory.release(reserve)
 	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(r.cfg.memoryPages()).WithCloseOnContextDone(true)
@@ -78,7 +89,7 @@ func (r *Runtime) snapshot(ctx context.Context, wasm []byte) (wasmsnap.Image, gu
 		// start, and freed from memory with the runtime.
 		cache, err := wazero.NewCompilationCacheWithDir(r.cfg.CacheDir)
 		if err != nil {
-			return wasmsnap.Image{}, guestEnv{}, err
+			return nil, guestEnv{}, err
 		}
 		defer func() { _ = cache.Close(context.Background()) }()
 		rc = rc.WithCompilationCache(cache)
@@ -86,42 +97,36 @@ func (r *Runtime) snapshot(ctx context.Context, wasm []byte) (wasmsnap.Image, gu
 	rt := wazero.NewRuntimeWithConfig(ctx, rc)
 	defer func() { _ = rt.Close(context.Background()) }()
 	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
-		return wasmsnap.Image{}, guestEnv{}, err
+		return nil, guestEnv{}, err
 	}
 	r.compiling <- struct{}{}
 	compiled, err := rt.CompileModule(experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers), probe)
 	<-r.compiling
 	if err != nil {
-		return wasmsnap.Image{}, guestEnv{}, err
+		return nil, guestEnv{}, err
 	}
 	// The call timeout bounds the initialisation and the warm-up, like any call's.
 	callCtx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
 	if err := stubImports(callCtx, rt, compiled); err != nil {
-		return wasmsnap.Image{}, guestEnv{}, err
+		return nil, guestEnv{}, err
 	}
 	mc, st := guestEnv{}.apply(wazero.NewModuleConfig().WithStartFunctions())
-	mod, err := rt.InstantiateModule(callCtx, compiled, mc)
+	// The probe's memory lives outside the Go heap, like every instance's, and is read in place.
+	mod, err := rt.InstantiateModule(experimental.WithMemoryAllocator(callCtx, &memoryMeter{}), compiled, mc)
 	if err != nil {
-		return wasmsnap.Image{}, guestEnv{}, err
+		return nil, guestEnv{}, err
 	}
 	if _, err := mod.ExportedFunction(wasmsnap.Initialize).Call(callCtx); err != nil {
-		return wasmsnap.Image{}, guestEnv{}, fmt.Errorf("%s: %w", wasmsnap.Initialize, err)
+		return nil, guestEnv{}, fmt.Errorf("%s: %w", wasmsnap.Initialize, err)
 	}
-	img, err := captureImage(mod, globals)
-	if err != nil {
-		return wasmsnap.Image{}, guestEnv{}, err
-	}
-	env := st.env()
-	if warm := mod.ExportedFunction(abi.ExportWarmup); warm != nil && len(warm.Definition().ParamTypes()) == 0 {
-		// A failed warm-up leaves the instance in an unknown state; the image taken before it stands.
-		if _, err := warm.Call(callCtx); err == nil {
-			if warmed, err := captureImage(mod, globals); err == nil {
-				img, env = warmed, st.env()
-			}
+	if warm := mod.ExportedFunction(abi.ExportWarmup); warmUp && warm != nil && len(warm.Definition().ParamTypes()) == 0 {
+		if _, err := warm.Call(callCtx); err != nil {
+			return nil, guestEnv{}, fmt.Errorf("%w: %w", errWarmUp, err)
 		}
 	}
-	return img, env, nil
+	built, err := build(wasm, mod, globals)
+	return built, st.env(), err
 }
 
 // stubImports satisfies the module's imports other than WASI's (Extism's kernel functions) with functions
@@ -151,24 +156,24 @@ func stubImports(ctx context.Context, rt wazero.Runtime, compiled wazero.Compile
 	return nil
 }
 
-// captureImage copies the instance's globals and memory.
-func captureImage(mod api.Module, globals int) (wasmsnap.Image, error) {
+// build rebuilds wasm from the instance's globals and memory.
+func build(wasm []byte, mod api.Module, globals int) ([]byte, error) {
 	img := wasmsnap.Image{Globals: make([]uint64, globals)}
 	for i := range globals {
 		g := mod.ExportedGlobal(wasmsnap.GlobalExport(i))
 		if g == nil {
-			return wasmsnap.Image{}, fmt.Errorf("global %d is not exported by the probe", i)
+			return nil, fmt.Errorf("global %d is not exported by the probe", i)
 		}
 		img.Globals[i] = g.Get()
 	}
 	mem := mod.Memory()
 	if mem == nil {
-		return wasmsnap.Image{}, errors.New("module has no memory")
+		return nil, errors.New("module has no memory")
 	}
 	data, ok := mem.Read(0, mem.Size())
 	if !ok {
-		return wasmsnap.Image{}, errors.New("cannot read the memory")
+		return nil, errors.New("cannot read the memory")
 	}
-	img.Memory = append([]byte(nil), data...)
-	return img, nil
+	img.Memory = data // read in place: Build copies what it keeps
+	return wasmsnap.Build(wasm, img)
 }

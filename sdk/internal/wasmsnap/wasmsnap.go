@@ -72,7 +72,8 @@ func Probe(wasm []byte) (probe []byte, globals int, err error) {
 			}
 		}
 	}
-	out := append([]byte(nil), wasm[:8]...)
+	out := make([]byte, 0, len(wasm)+globals*32+16)
+	out = append(out, wasm[:8]...)
 	exported := false
 	for _, s := range secs {
 		body := s.body
@@ -106,7 +107,9 @@ func Build(wasm []byte, img Image) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := append([]byte(nil), wasm[:8]...)
+	data := dataSegments(img.Memory)
+	out := make([]byte, 0, len(wasm)+len(data)+64)
+	out = append(out, wasm[:8]...)
 	wroteData := false
 	for _, s := range secs {
 		body := s.body
@@ -120,7 +123,7 @@ func Build(wasm []byte, img Image) ([]byte, error) {
 		case secExport:
 			body, err = exportsWithout(body, Initialize)
 		case secData:
-			body, wroteData = dataSegments(img.Memory), true
+			body, wroteData = data, true
 		}
 		if err != nil {
 			return nil, fmt.Errorf("section %d: %w", s.id, err)
@@ -129,7 +132,7 @@ func Build(wasm []byte, img Image) ([]byte, error) {
 	}
 	if !wroteData {
 		// The data section follows every other known section, so the end of the module is its place.
-		out = appendSection(out, secData, dataSegments(img.Memory))
+		out = appendSection(out, secData, data)
 	}
 	return out, nil
 }
@@ -371,7 +374,11 @@ func dataSegments(mem []byte) []byte {
 			runs = append(runs, run{start, i})
 		}
 	}
-	out := binary.AppendUvarint(nil, uint64(len(runs)))
+	size := binary.MaxVarintLen64
+	for _, s := range runs {
+		size += 16 + s.end - s.start
+	}
+	out := binary.AppendUvarint(make([]byte, 0, size), uint64(len(runs)))
 	for _, s := range runs {
 		out = append(out, 0, 0x41) // active, memory 0, i32.const
 		out = appendSleb(out, int64(int32(uint32(s.start))))
