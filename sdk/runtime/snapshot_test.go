@@ -98,13 +98,26 @@ func TestSnapshotsAreBounded(t *testing.T) {
 	}
 }
 
+// TestFailedWarmUpStillSnapshots: a module whose osm_warmup traps is snapshotted right after its
+// initialisation, and its instances start there.
+func TestFailedWarmUpStillSnapshots(t *testing.T) {
+	var events compileEvents
+	rt := newRuntime(t, runtime.Config{Hooks: events.hooks(), CacheDir: t.TempDir()})
+	wasm := handModule(wasmtest.I32Const(1), wasmtest.Unreachable)
+	m, err := rt.Load(context.Background(), "warm-up-traps", wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := events.last(t).NotSnapshotted; got != "" {
+		t.Errorf("NotSnapshotted = %q, want a snapshot taken before the failed warm-up", got)
+	}
+	if _, err := m.Render(context.Background(), renderRequest()); err == nil || runtime.ReasonOf(err) != runtime.ReasonInvalidOutput {
+		t.Errorf("render = %v, want the hand-written plugin's empty output refused as usual", err)
+	}
+}
+
 // fillingPlugin is a hand-written plugin whose _initialize grows its memory by size bytes and fills them.
 func fillingPlugin(size int32) []byte {
-	imports := []wasmtest.Import{
-		{Module: "extism:host/env", Name: "alloc", Params: []byte{wasmtest.I64}, Results: []byte{wasmtest.I64}},
-		{Module: "extism:host/env", Name: "store_u8", Params: []byte{wasmtest.I64, wasmtest.I32}},
-		{Module: "extism:host/env", Name: "output_set", Params: []byte{wasmtest.I64, wasmtest.I64}},
-	}
 	var fill []byte
 	fill = append(fill, wasmtest.I32ConstS(size/65536)...)
 	fill = append(fill, 0x40, 0x00, 0x1a) // memory.grow, drop
@@ -112,9 +125,24 @@ func fillingPlugin(size int32) []byte {
 	fill = append(fill, wasmtest.I32ConstS(0xab)...)
 	fill = append(fill, wasmtest.I32ConstS(size)...)
 	fill = append(fill, 0xfc, 0x0b, 0x00) // memory.fill
-	return wasmtest.Module{Imports: imports, Memory: 1, Data: []byte(handMetadata), Funcs: []wasmtest.Func{
+	return handModule(append(fill, wasmtest.I32Const(0)...), nil)
+}
+
+// handModule is a hand-written plugin with the given _initialize (leaving an i32 on the stack, dropped) and,
+// when set, osm_warmup.
+func handModule(initialize, warmUp []byte) []byte {
+	imports := []wasmtest.Import{
+		{Module: "extism:host/env", Name: "alloc", Params: []byte{wasmtest.I64}, Results: []byte{wasmtest.I64}},
+		{Module: "extism:host/env", Name: "store_u8", Params: []byte{wasmtest.I64, wasmtest.I32}},
+		{Module: "extism:host/env", Name: "output_set", Params: []byte{wasmtest.I64, wasmtest.I64}},
+	}
+	funcs := []wasmtest.Func{
 		{Results: []byte{wasmtest.I32}, Locals: []byte{wasmtest.I64, wasmtest.I32}, Code: writeOutput([]byte(handMetadata)), Export: "osm_metadata"},
 		{Results: []byte{wasmtest.I32}, Code: wasmtest.I32Const(0), Export: "osm_render"},
-		{Code: fill, Export: "_initialize"},
-	}}.Bytes()
+		{Code: append(append([]byte(nil), initialize...), 0x1a), Export: "_initialize"},
+	}
+	if warmUp != nil {
+		funcs = append(funcs, wasmtest.Func{Code: warmUp, Export: "osm_warmup"})
+	}
+	return wasmtest.Module{Imports: imports, Memory: 1, Data: []byte(handMetadata), Funcs: funcs}.Bytes()
 }
