@@ -423,9 +423,20 @@ func TestPluginSizes(t *testing.T) {
 }
 
 // BenchmarkRenderDefaultUbuntu is one MachineDeployment rendered the way the controller does it with the default
-// Ubuntu profile: templates, two calls into the wasm plugin (bootstrap and provisioning), secret substitution
-// and cloud-config encoding of both stages. The plugin is loaded and warm.
+// Ubuntu profile: templates, two calls into the wasm plugin (bootstrap and provisioning) on one fresh instance,
+// secret substitution and cloud-config encoding of both stages. The plugin is loaded. "snapshot" is what the
+// controller runs: instances start from the snapshot of an initialised, warmed-up instance; "initialising"
+// makes every instance initialise itself (runtime.Config.NoSnapshot), for comparison.
 func BenchmarkRenderDefaultUbuntu(b *testing.B) {
+	for _, bc := range []struct {
+		name       string
+		noSnapshot bool
+	}{{"snapshot", false}, {"initialising", true}} {
+		b.Run(bc.name, func(b *testing.B) { benchmarkRenderDefaultUbuntu(b, bc.noSnapshot) })
+	}
+}
+
+func benchmarkRenderDefaultUbuntu(b *testing.B, noSnapshot bool) {
 	defaults, err := plugins.DefaultProfiles()
 	if err != nil {
 		b.Fatal(err)
@@ -436,7 +447,12 @@ func BenchmarkRenderDefaultUbuntu(b *testing.B) {
 			osp = d
 		}
 	}
-	r := &render.Renderer{Plugins: newSource(b, dist(b))}
+	m, err := plugin.New(plugin.Config{CacheDir: pluginstest.CacheDir(b), NoSnapshot: noSnapshot}, dist(b), prometheus.NewRegistry(), logr.Discard())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = m.Close(context.Background()) })
+	r := &render.Renderer{Plugins: &pluginsource.Source{Manager: m}}
 	in := render.Input{MachineDeployment: machineDeployment(b, osp, "aws"), Profile: osp, Settings: settings(),
 		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: plugintest.CACert}}
 	ctx := context.Background()
