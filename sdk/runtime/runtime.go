@@ -196,7 +196,7 @@ func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte) (*
 	if err != nil {
 		return nil, err
 	}
-	start := r.prepare(ctx, wasm, info)
+	start := r.prepare(ctx, digest, wasm, info)
 	compiled, err := r.compile(ctx, name, digest, start)
 	if err != nil {
 		return nil, err

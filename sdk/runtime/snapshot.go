@@ -34,7 +34,7 @@ type startState struct {
 // The snapshot runs the module's own initialisation, which is untrusted code, under the limits of a call: the
 // call timeout, the memory limit and a reservation from the memory budget. A module whose initialisation
 // fails here is loaded as it is, and its calls report the failure as they always did.
-func (r *Runtime) prepare(ctx context.Context, wasm []byte, info *wasmcheck.Module) startState {
+func (r *Runtime) prepare(ctx context.Context, digest string, wasm []byte, info *wasmcheck.Module) startState {
 	if r.cfg.NoSnapshot {
 		return startState{wasm: wasm, snapshot: "not snapshotted: Config.NoSnapshot"}
 	}
@@ -44,6 +44,9 @@ func (r *Runtime) prepare(ctx context.Context, wasm []byte, info *wasmcheck.Modu
 	if !info.ExportsFunc(wasmsnap.Initialize) {
 		return startState{wasm: wasm, snapshot: "not snapshotted: it does not export " + wasmsnap.Initialize}
 	}
+	if built, env, ok := r.cachedSnapshot(digest); ok {
+		return startState{wasm: built, env: env}
+	}
 	built, env, err := r.snapshot(ctx, wasm)
 	if err == nil && len(built) > len(wasm)+MaxSnapshotGrowth {
 		err = fmt.Errorf("its initialised memory would make it %d bytes larger, more than %d", len(built)-len(wasm), MaxSnapshotGrowth)
@@ -51,6 +54,7 @@ func (r *Runtime) prepare(ctx context.Context, wasm []byte, info *wasmcheck.Modu
 	if err != nil {
 		return startState{wasm: wasm, snapshot: "not snapshotted: " + err.Error()}
 	}
+	r.cacheSnapshot(digest, built, env)
 	return startState{wasm: built, env: env}
 }
 

@@ -2,9 +2,12 @@ package runtime_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -77,6 +80,40 @@ func TestInstancesStartFromASnapshot(t *testing.T) {
 	}
 	if diff := cmp.Diff(cold, snap); diff != "" {
 		t.Errorf("renders differ between a snapshotted and a self-initialised instance (-cold +snapshot):\n%s", diff)
+	}
+}
+
+// TestSnapshotsAreKeptOnDisk: a runtime with a cache directory keeps the rebuilt module, and the next runtime
+// over that directory (a restarted controller) starts instances from it without running the module's
+// initialisation again: the kept file is not rewritten, and instances are in the snapshot's state.
+func TestSnapshotsAreKeptOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	load(t, newRuntime(t, runtime.Config{CacheDir: dir}), "healthy")
+	kept, err := filepath.Glob(filepath.Join(dir, "osm-snapshots", "*", "*.wasm"))
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("kept snapshots: %v (%v), want one", kept, err)
+	}
+	before, err := os.Stat(kept[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // a rewrite would show in the modification time
+
+	var events compileEvents
+	m := load(t, newRuntime(t, runtime.Config{CacheDir: dir, Hooks: events.hooks()}), "healthy")
+	if got := events.last(t).NotSnapshotted; got != "" {
+		t.Errorf("restarted runtime: NotSnapshotted = %q", got)
+	}
+	after, err := os.Stat(kept[0])
+	if err != nil || !after.ModTime().Equal(before.ModTime()) {
+		t.Errorf("the kept snapshot was taken again on restart (%v)", err)
+	}
+	resp, err := m.Render(context.Background(), renderRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Config.File("/etc/osm/instance").Content.Inline.Data; got != pristine {
+		t.Errorf("instance from the kept snapshot: %s, want %s", got, pristine)
 	}
 }
 
