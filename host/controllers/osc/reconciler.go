@@ -6,6 +6,7 @@ package osc
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,6 +20,7 @@ import (
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	"github.com/osmhq/osm/host/credentials"
+	"github.com/osmhq/osm/host/internal/parallel"
 	"github.com/osmhq/osm/host/render"
 )
 
@@ -93,19 +95,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("waiting for machine-controller to set the revision", "annotation", clusterv1alpha1.AnnotationRevision)
 		return ctrl.Result{}, nil
 	}
-	if !controllerutil.ContainsFinalizer(md, Finalizer) {
-		if err := r.patchFinalizers(ctx, md, controllerutil.AddFinalizer); err != nil {
-			if apierrors.IsConflict(err) {
-				return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
-			}
-			return ctrl.Result{}, err
-		}
-	}
 
 	start := time.Now()
 	st := &state{md: md}
 	result, err := r.reconcile(ctx, st)
 	r.metrics.observe(st, err, time.Since(start))
+	var fin *finalizerError
+	if errors.As(err, &fin) {
+		// Nothing was written for the MachineDeployment yet: no status, no event.
+		if apierrors.IsConflict(fin.err) {
+			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+		}
+		return ctrl.Result{}, fin.err
+	}
 	if rerr := r.report(ctx, st, err); rerr != nil && err == nil {
 		err = rerr
 	}
@@ -129,7 +131,7 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, err
 		r.loadProfile,
 		r.loadExtensions,
 		r.loadCurrent,
-		r.issueCredentials,
+		r.prepareWrites,
 		r.renderIfNeeded,
 		r.writeOutputs,
 	} {
@@ -144,6 +146,33 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, err
 }
 
 var _ = prometheus.Labels{}
+
+// prepareWrites puts the finalizer on the MachineDeployment and issues its credentials — API round trips —
+// while the render, which needs neither, runs. A render depends on the credentials only through the decision
+// whether anything must be written at all; when the render hash already shows that something must, rendering
+// need not wait: in a profile of 500 new MachineDeployments each reconcile spent ~150 ms rendering (on cores
+// shared with the API server) after ~3 round trips it did not depend on.
+func (r *Reconciler) prepareWrites(ctx context.Context, st *state) error {
+	return parallel.Do(func() error {
+		if !controllerutil.ContainsFinalizer(st.md, Finalizer) {
+			if err := r.patchFinalizers(ctx, st.md, controllerutil.AddFinalizer); err != nil {
+				return &finalizerError{err: err}
+			}
+		}
+		return r.issueCredentials(ctx, st)
+	}, func() error {
+		if r.renderedCurrent(st) {
+			return nil // maybe only a credential changed: renderIfNeeded decides once they are known
+		}
+		return r.render(ctx, st)
+	})
+}
+
+// finalizerError is a failure to add the finalizer, before anything was written for the MachineDeployment.
+type finalizerError struct{ err error }
+
+func (e *finalizerError) Error() string { return "adding finalizer: " + e.err.Error() }
+func (e *finalizerError) Unwrap() error { return e.err }
 
 // patchFinalizers adds or removes our finalizer. The list is written whole, so the patch carries the
 // resourceVersion it was computed from: read from a cache that had not yet seen another controller's finalizer,

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -28,6 +29,13 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	if st.osc == nil {
 		if reconcileErr == nil {
 			return nil
+		}
+		// The placeholder is OSM's object too: the finalizer must be in place before it, so that deleting the
+		// MachineDeployment removes it (a reconcile that failed early has not added it yet).
+		if !controllerutil.ContainsFinalizer(st.md, Finalizer) {
+			if err := r.patchFinalizers(ctx, st.md, controllerutil.AddFinalizer); err != nil {
+				return err
+			}
 		}
 		if err := r.createPlaceholder(ctx, st); err != nil {
 			return err

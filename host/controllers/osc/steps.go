@@ -177,13 +177,8 @@ func (r *Reconciler) credentialFailure(err error) error {
 
 // upToDate reports whether everything written carries the current render hash and credentials.
 func (r *Reconciler) upToDate(st *state) bool {
-	if st.osc == nil || st.bootstrap == nil || st.provisioning == nil || (st.kubeletBoot == nil && needsKubeletBootstrapSecret(st.osp)) {
+	if !r.renderedCurrent(st) || (st.kubeletBoot == nil && needsKubeletBootstrapSecret(st.osp)) {
 		return false
-	}
-	for _, ann := range []map[string]string{st.osc.Annotations, st.bootstrap.Annotations, st.provisioning.Annotations} {
-		if ann[AnnotationRenderHash] != st.hash {
-			return false
-		}
 	}
 	if string(st.bootstrap.Data[KeyProvisioningToken]) != st.provisioningToken.Value {
 		return false
@@ -220,6 +215,27 @@ func (r *Reconciler) renderIfNeeded(ctx context.Context, st *state) error {
 		st.done = true
 		return nil
 	}
+	if st.output != nil {
+		return nil // rendered while the credentials were issued
+	}
+	return r.render(ctx, st)
+}
+
+// renderedCurrent reports whether every rendered object exists and carries the current render hash: then
+// only a credential can make writing necessary.
+func (r *Reconciler) renderedCurrent(st *state) bool {
+	if st.osc == nil || st.bootstrap == nil || st.provisioning == nil {
+		return false
+	}
+	for _, ann := range []map[string]string{st.osc.Annotations, st.bootstrap.Annotations, st.provisioning.Annotations} {
+		if ann[AnnotationRenderHash] != st.hash {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *Reconciler) render(ctx context.Context, st *state) error {
 	start := time.Now()
 	out, err := r.Renderer.Render(ctx, render.Input{MachineDeployment: st.md, Profile: st.osp, Cluster: st.cluster, Settings: r.Settings, Extensions: st.extensions})
 	st.renderTook += time.Since(start)
