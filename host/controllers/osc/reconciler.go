@@ -53,6 +53,12 @@ type Reconciler struct {
 	Worker client.Client
 	// WorkerAPIReader reads the worker cluster without the cache, where a stale read would be wrong.
 	WorkerAPIReader client.Reader
+	// MgmtAPIReader reads the Secrets profiles hand their plugins (spec.plugin.secrets), which the caches do
+	// not hold.
+	MgmtAPIReader client.Reader
+	// PluginSecretRetry is how soon a missing plugin Secret is looked for again (DefaultPluginSecretRetry
+	// when zero).
+	PluginSecretRetry time.Duration
 	Renderer        *render.Renderer
 	Issuer          *credentials.Issuer
 	Settings        render.Settings
@@ -131,6 +137,7 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, err
 		r.loadProfile,
 		r.loadExtensions,
 		r.loadCurrent,
+		r.loadPluginSecrets,
 		r.prepareWrites,
 		r.renderIfNeeded,
 		r.writeOutputs,
