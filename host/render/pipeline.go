@@ -36,16 +36,16 @@ type Output struct {
 	// Warnings are the plugins' warnings, to be shown as events.
 	Warnings []string
 
-	stages      map[abi.Stage]*abi.NodeConfig
-	plugin      Plugin
-	pipeline    []pipelineStep
-	context     abi.RenderContext
+	stages   map[abi.Stage]*abi.NodeConfig
+	plugin   Plugin
+	pipeline []pipelineStep
+	context  abi.RenderContext
 	// pluginContext is context as the profile's own plugin sees it: with the placeholders of its secrets.
 	pluginContext abi.RenderContext
 	// pluginSecrets are the names of the profile's spec.plugin.secrets.
 	pluginSecrets []string
-	fromMachine SecretValues
-	hostname    bool
+	fromMachine   SecretValues
+	hostname      bool
 	// machineDeployment is the MachineDeployment's name.
 	machineDeployment string
 	distUpgrade       bool

@@ -59,9 +59,9 @@ type Reconciler struct {
 	// PluginSecretRetry is how soon a missing plugin Secret is looked for again (DefaultPluginSecretRetry
 	// when zero).
 	PluginSecretRetry time.Duration
-	Renderer        *render.Renderer
-	Issuer          *credentials.Issuer
-	Settings        render.Settings
+	Renderer          *render.Renderer
+	Issuer            *credentials.Issuer
+	Settings          render.Settings
 	// ClusterInfo returns the API server URL and CA nodes use.
 	ClusterInfo func(ctx context.Context) (render.ClusterInfo, error)
 	// RegistryAuth returns containerd's registry credential tables (empty when none are configured).
