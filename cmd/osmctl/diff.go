@@ -170,6 +170,7 @@ func userDataSizes(cmd *cobra.Command, stage abi.Stage, from, to *render.Output)
 	}
 	var sizes [2]int
 	for i, out := range []*render.Output{from, to} {
+		secrets.Plugin = out.PluginSecretPlaceholders()
 		data, err := out.UserData(cmd.Context(), stage, secrets)
 		if err != nil {
 			return "", fmt.Errorf("encoding the %s stage: %w", stage, err)

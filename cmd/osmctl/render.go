@@ -20,6 +20,7 @@ import (
 type renderOptions struct {
 	mdFile, ospFile, stage, output    string
 	bootstrapToken, provisioningToken string
+	pluginSecrets                     []string
 	renderFlags
 }
 
@@ -65,9 +66,9 @@ func newRenderCommand(g *globals) *cobra.Command {
 
 Without --osp, the embedded default profile for the MachineDeployment's OS is used (or the one its
 k8c.io/operating-system-profile annotation names). Credentials stay placeholders unless given with
---bootstrap-token and --provisioning-token; without --ca-file an example CA is used. A profile's plugin image
-(spec.plugin.image) is pulled with the credentials of the local docker config and the --plugin-registry-*
-settings. --plugin-file renders with a local plugin module instead of the profile's plugin, without a
+--bootstrap-token, --provisioning-token and --plugin-secret (a profile's spec.plugin.secrets, NAME=@FILE);
+without --ca-file an example CA is used. A profile's plugin image (spec.plugin.image) is pulled with the
+credentials of the local docker config and the --plugin-registry-* settings. --plugin-file renders with a local plugin module instead of the profile's plugin, without a
 registry.`,
 		Example: `  osmctl render -f machinedeployment.yaml --stage both
   osmctl render -f machinedeployment.yaml --osp osp-myos.yaml --plugin-file myos.wasm`,
@@ -82,6 +83,8 @@ registry.`,
 	o.cluster.addFlags(f, true, "API server URL nodes use.")
 	f.StringVar(&o.bootstrapToken, "bootstrap-token", "", "Bootstrap token to substitute (default: keep the placeholder).")
 	f.StringVar(&o.provisioningToken, "provisioning-token", "", "Provisioning token to substitute (default: keep the placeholder).")
+	f.StringArrayVar(&o.pluginSecrets, "plugin-secret", nil,
+		"NAME=@FILE (or NAME=VALUE): value of the profile's plugin secret NAME (spec.plugin.secrets) to substitute (repeatable; default: keep the placeholder).")
 	gofs := flag.NewFlagSet("node", flag.ContinueOnError)
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
@@ -151,6 +154,9 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 		CloudConfig:            render.Placeholders.CloudConfig,
 		RegistryAuth:           render.Placeholders.RegistryAuth,
 		RHSubscriptionPassword: render.Placeholders.RHSubscriptionPassword,
+	}
+	if secrets.Plugin, err = pluginSecretValues(out, o.pluginSecrets); err != nil {
+		return err
 	}
 	for _, stage := range stages {
 		data, err := out.UserData(cmd.Context(), stage, secrets)

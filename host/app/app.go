@@ -141,7 +141,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	settings.RegistryCredentialHosts = hosts
 
 	oscReconciler := &osc.Reconciler{
-		Mgmt: mgr.GetClient(), Worker: worker.GetClient(), WorkerAPIReader: worker.GetAPIReader(),
+		Mgmt: mgr.GetClient(), Worker: worker.GetClient(), WorkerAPIReader: worker.GetAPIReader(), MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
 			ProvisioningTokenTTL: o.ProvisioningTokenTTL, BootstrapTokenTTL: o.BootstrapTokenTTL},

@@ -22,6 +22,7 @@ import (
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/host/webhooks"
+	"github.com/osmhq/osm/sdk/plugintest"
 )
 
 // deployDocs renders deploy/ with kubectl's kustomize and returns the objects.
@@ -98,8 +99,22 @@ func TestDeployManifests(t *testing.T) {
 	asController := rest.CopyConfig(env.Config)
 	asController.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:operating-system-manager"}
 	sa := &testenv.Env{Config: asController, Client: env.Client, Webhook: env.Webhook}
-	startOSM(t, sa, nil, app.Options{Builtins: os.DirFS(builtins(t, nil)), LeaderElect: true,
+	// A profile handing its plugin a Secret of its namespace: deploy/ lets the controller read it.
+	createRegcodeSecret(t, env.Client, "sles-registration", regcode)
+	if err := env.Client.Create(ctx, regcodeOSP("osp-regcode", "cloud-init", "sles-registration")); err != nil {
+		t.Fatal(err)
+	}
+	regcodePlugin := plugintest.Build(t, filepath.Join("testdata", "plugins", "regcode"))
+	startOSM(t, sa, nil, app.Options{Builtins: os.DirFS(builtins(t, map[string]string{"regcode": regcodePlugin})), LeaderElect: true,
 		Defaults: nil, DisableDefaultOSPs: true})
+	withSecret := newMD(t, "rbac-regcode", "testos", "aws", "osp-regcode")
+	if err := env.Client.Create(ctx, withSecret); err != nil {
+		t.Fatal(err)
+	}
+	prov := waitForSecret(t, env.Client, "rbac-regcode-kube-system-provisioning-config", "1")
+	if got := userDataFiles(t, prov)["/etc/osm/regcode"]; got != "code="+regcode+"\n" {
+		t.Errorf("with the deploy/ RBAC, /etc/osm/regcode = %q", got)
+	}
 
 	md := newMD(t, "rbac", "testos", "aws", "osp-testos")
 	if err := env.Client.Create(ctx, md); err != nil {

@@ -54,6 +54,8 @@ func TestNodes(t *testing.T) {
 	c := startCluster(t)
 	realExpiry := os.Getenv("OSM_E2E_EXPIRY") != ""
 	c.startOSM(t, func(o *app.Options) {
+		// ScaffoldedPluginJoins pulls its plugin from a registry in this process, over plain HTTP.
+		o.Plugins.Registry.PlainHTTP = true
 		if realExpiry {
 			// The shortest lifetime TokenRequest grants (authentication/validation.MinTokenAgeSec).
 			o.ProvisioningTokenTTL = 10 * time.Minute
@@ -66,6 +68,7 @@ func TestNodes(t *testing.T) {
 	expiring := takeExpiringUserData(t, c, osp, realExpiry)
 
 	t.Run("DebianJoins", func(t *testing.T) { testDebianJoins(t, c, osp) })
+	t.Run("ScaffoldedPluginJoins", func(t *testing.T) { testScaffoldedPluginJoins(t, c, osp) })
 	t.Run("WrongCAIsRejected", func(t *testing.T) { testWrongCA(t, c, osp) })
 	t.Run("TamperedBootstrapIsRefused", func(t *testing.T) { testTamperedBootstrap(t, c, osp) })
 	t.Run("RevokedProvisioningTokenFails", func(t *testing.T) { testRevokedToken(t, c, osp) })
@@ -145,8 +148,13 @@ func testExpiredToken(t *testing.T, c *cluster, e *expiringUserData) {
 // testDebianJoins boots a Debian node from the bootstrap user-data of a MachineDeployment and follows it until
 // its kubelet asks the API server for a client certificate with the MachineDeployment's bootstrap token.
 func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile) {
-	site := applySiteExtension(t, c, osp)
-	md := c.createMD(t, "e2e-debian", "debian", osp.Name)
+	bootAndJoin(t, c, osp, "e2e-debian", applySiteExtension(t, c, osp))
+}
+
+// bootAndJoin creates a Debian MachineDeployment named mdName for the profile, boots a node from its user-data
+// and checks every step of the join; with site, also that the site extension reached the node.
+func bootAndJoin(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile, mdName string, site *osmv1alpha1.OperatingSystemProfileExtension) {
+	md := c.createMD(t, mdName, "debian", osp.Name)
 	boot, prov := c.userData(t, md)
 	cloudinittest.Validate(t, boot.Name, boot.Data[render.CloudConfigKey])
 	cloudinittest.Validate(t, prov.Name, prov.Data[render.CloudConfigKey])
@@ -203,7 +211,10 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 		})
 	}
 	// The node's sysctls land in the host's kernel, which collect restores: read the extension's now.
-	sysctl := readSiteSysctl(n)
+	var sysctl siteSysctlState
+	if site != nil {
+		sysctl = readSiteSysctl(n)
+	}
 	r := n.collect()
 
 	t.Run("bootstrap fetched the provisioning config over TLS verified with the cluster CA", func(t *testing.T) {
@@ -224,9 +235,11 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 	t.Run("kubelet asked for its certificate with the bootstrap token", func(t *testing.T) {
 		checkCSR(t, c, csr, bootstrapUser, nodeName)
 	})
-	t.Run("the site extension is on the node: files, sysctl and CA trust", func(t *testing.T) {
-		checkSiteExtension(t, n, site, sysctl)
-	})
+	if site != nil {
+		t.Run("the site extension is on the node: files, sysctl and CA trust", func(t *testing.T) {
+			checkSiteExtension(t, n, site, sysctl)
+		})
+	}
 	t.Run("kubelet got its certificate and registered the Node (stretch)", func(t *testing.T) {
 		checkRegistration(t, c, n, r, certErr, registered, nodeName)
 	})

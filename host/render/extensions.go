@@ -43,7 +43,7 @@ func (o *Output) applyExtensions(ctx context.Context, r *Renderer, m *machine, s
 			if err != nil {
 				return nil, err
 			}
-			if cfg, err = o.callRender(ctx, m, p, x.Spec.Plugins[i].Config, stage, cfg); err != nil {
+			if cfg, err = o.callRender(ctx, m, p, x.Spec.Plugins[i].Config, o.context, stage, cfg); err != nil {
 				return nil, fmt.Errorf("extension %s: %w", objectName(x.Namespace, x.Name), err)
 			}
 		}

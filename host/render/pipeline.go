@@ -36,12 +36,16 @@ type Output struct {
 	// Warnings are the plugins' warnings, to be shown as events.
 	Warnings []string
 
-	stages      map[abi.Stage]*abi.NodeConfig
-	plugin      Plugin
-	pipeline    []pipelineStep
-	context     abi.RenderContext
-	fromMachine SecretValues
-	hostname    bool
+	stages   map[abi.Stage]*abi.NodeConfig
+	plugin   Plugin
+	pipeline []pipelineStep
+	context  abi.RenderContext
+	// pluginContext is context as the profile's own plugin sees it: with the placeholders of its secrets.
+	pluginContext abi.RenderContext
+	// pluginSecrets are the names of the profile's spec.plugin.secrets.
+	pluginSecrets []string
+	fromMachine   SecretValues
+	hostname      bool
 	// machineDeployment is the MachineDeployment's name.
 	machineDeployment string
 	distUpgrade       bool
@@ -83,7 +87,10 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		machineDeployment: in.MachineDeployment.Name,
 		distUpgrade:       m.os.distUpgradeOnBoot(),
 		machineState:      m,
+		pluginSecrets:     PluginSecretNames(in.Profile),
 	}
+	out.pluginContext = out.context
+	out.pluginContext.Secrets.Plugin = PluginSecretPlaceholders(in.Profile)
 	data := m.templateData(cr.config)
 	osp := m.Profile
 	// Both stages render on one sandbox instance: one instance per MachineDeployment, none shared between them.
@@ -109,12 +116,12 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		}
 		m.completeStage(st.stage, cfg, cr)
 		if plugin != nil {
-			if cfg, err = out.callRender(ctx, m, renderer, m.Profile.Spec.Plugin.Config, st.stage, cfg); err != nil {
+			if cfg, err = out.callRender(ctx, m, renderer, m.Profile.Spec.Plugin.Config, out.pluginContext, st.stage, cfg); err != nil {
 				return nil, err
 			}
 		}
 		for _, step := range pipeline {
-			if cfg, err = out.callRender(ctx, m, step.plugin, step.config, st.stage, cfg); err != nil {
+			if cfg, err = out.callRender(ctx, m, step.plugin, step.config, out.context, st.stage, cfg); err != nil {
 				return nil, fmt.Errorf("%s: %w", step.what, err)
 			}
 		}
@@ -215,16 +222,24 @@ func (r *Renderer) plugin(ctx context.Context, m *machine) (Plugin, error) {
 	if m.Profile.Spec.Plugin == nil {
 		return nil, nil
 	}
-	return r.resolve(ctx, m, m.Profile.Spec.Plugin, "")
+	p, err := r.resolve(ctx, m, m.Profile.Spec.Plugin, "")
+	if err != nil {
+		return nil, err
+	}
+	md := p.Metadata()
+	if err := md.CheckSecrets(PluginSecretNames(m.Profile)); err != nil {
+		return nil, withReason(osmv1alpha1.ReasonPluginSecretMissing, fmt.Errorf("profile %s: %w", objectName(m.Profile.Namespace, m.Profile.Name), err))
+	}
+	return p, nil
 }
 
-func (o *Output) callRender(ctx context.Context, m *machine, p Plugin, config map[string]string, stage abi.Stage, in *abi.NodeConfig) (*abi.NodeConfig, error) {
+func (o *Output) callRender(ctx context.Context, m *machine, p Plugin, config map[string]string, rc abi.RenderContext, stage abi.Stage, in *abi.NodeConfig) (*abi.NodeConfig, error) {
 	req := &abi.RenderRequest{
 		ABIVersion:          abi.Version,
 		Stage:               stage,
 		ProvisioningUtility: m.utility,
 		Config:              pluginConfig(p.Metadata(), config),
-		Context:             o.context,
+		Context:             rc,
 		Input:               *in,
 	}
 	resp, err := p.Render(ctx, req)

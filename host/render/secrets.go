@@ -1,8 +1,10 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/sdk/abi"
 )
 
@@ -27,16 +29,90 @@ type SecretValues struct {
 	RegistryAuth      string
 	// RHSubscriptionPassword is filled in by the pipeline from the MachineDeployment.
 	RHSubscriptionPassword string
+	// Plugin maps each name of the profile's spec.plugin.secrets to the value of the Secret key it refers to.
+	// UserData refuses to write user-data without a value for every name (see PluginSecretPlaceholders for
+	// renders that must keep the placeholders, such as a trial render).
+	Plugin map[string]string
 }
 
 func (v SecretValues) replacer() *strings.Replacer {
-	return strings.NewReplacer(
+	pairs := []string{
 		Placeholders.BootstrapToken, v.BootstrapToken,
 		Placeholders.ProvisioningToken, v.ProvisioningToken,
 		Placeholders.CloudConfig, v.CloudConfig,
 		Placeholders.RegistryAuth, v.RegistryAuth,
 		Placeholders.RHSubscriptionPassword, v.RHSubscriptionPassword,
-	)
+	}
+	for _, name := range abi.SortedKeys(v.Plugin) {
+		pairs = append(pairs, PluginSecretPlaceholder(name), v.Plugin[name])
+	}
+	return strings.NewReplacer(pairs...)
+}
+
+// PluginSecretPlaceholder is the placeholder of the plugin secret name (spec.plugin.secrets[].name):
+// "__OSM_SECRET_PLUGIN_<NAME>__" with the name in upper case and dashes as underscores. Names are lower case
+// letters, digits and dashes, so no two names share a placeholder, and no placeholder contains another.
+func PluginSecretPlaceholder(name string) string {
+	return "__OSM_SECRET_PLUGIN_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "__"
+}
+
+// PluginSecretPlaceholders maps each plugin secret of the profile to its placeholder: what the profile's
+// plugin sees in its context (RenderContext.Secrets.Plugin), and, given as SecretValues.Plugin, the values
+// that leave the placeholders in place (a trial render, `osmctl render` without the real values).
+func PluginSecretPlaceholders(osp *osmv1alpha1.OperatingSystemProfile) map[string]string {
+	names := PluginSecretNames(osp)
+	if len(names) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		out[n] = PluginSecretPlaceholder(n)
+	}
+	return out
+}
+
+// PluginSecretNames lists the names of the profile's spec.plugin.secrets, in order.
+func PluginSecretNames(osp *osmv1alpha1.OperatingSystemProfile) []string {
+	if osp == nil || osp.Spec.Plugin == nil {
+		return nil
+	}
+	names := make([]string, 0, len(osp.Spec.Plugin.Secrets))
+	for _, s := range osp.Spec.Plugin.Secrets {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// PluginSecretPlaceholders maps each plugin secret of the rendered profile to its placeholder; given as
+// SecretValues.Plugin, it keeps the placeholders in the user-data (previews, size comparisons).
+func (o *Output) PluginSecretPlaceholders() map[string]string {
+	out := make(map[string]string, len(o.pluginSecrets))
+	for _, n := range o.pluginSecrets {
+		out[n] = PluginSecretPlaceholder(n)
+	}
+	return out
+}
+
+// allPlaceholders lists every placeholder the configuration may hold: the credentials' and the profile's
+// plugin secrets'.
+func (o *Output) allPlaceholders() []string {
+	out := []string{Placeholders.BootstrapToken, Placeholders.ProvisioningToken, Placeholders.CloudConfig,
+		Placeholders.RegistryAuth, Placeholders.RHSubscriptionPassword}
+	for _, name := range o.pluginSecrets {
+		out = append(out, PluginSecretPlaceholder(name))
+	}
+	return out
+}
+
+// checkPluginSecrets makes sure every plugin secret of the profile has a value: a missing one would be written
+// as an empty string or as its placeholder, and a node would come up without its registration code.
+func (o *Output) checkPluginSecrets(v SecretValues) error {
+	for _, name := range o.pluginSecrets {
+		if _, ok := v.Plugin[name]; !ok {
+			return withReason(osmv1alpha1.ReasonPluginSecretMissing, fmt.Errorf("no value for plugin secret %q of spec.plugin.secrets", name))
+		}
+	}
+	return nil
 }
 
 // SubstituteSecrets returns a copy of cfg with every placeholder replaced by its value. Encoders run on the

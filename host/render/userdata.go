@@ -36,6 +36,9 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 	if cfg == nil {
 		return nil, fmt.Errorf("no %s stage rendered", stage)
 	}
+	if err := o.checkPluginSecrets(secrets); err != nil {
+		return nil, err
+	}
 	if secrets.RHSubscriptionPassword == "" {
 		secrets.RHSubscriptionPassword = o.fromMachine.RHSubscriptionPassword
 	}
@@ -56,7 +59,7 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 		// A plugin encodes the configuration with placeholders, like everything else it sees; the host
 		// substitutes in the encoded bytes.
 		if data, err = o.pluginEncode(ctx, stage, o.withMachineName(cfg, hostname)); err == nil {
-			data, err = substituteEncoded(data, cfg, secrets)
+			data, err = substituteEncoded(data, cfg, secrets, o.allPlaceholders())
 		}
 	}
 	if re := (*Error)(nil); errors.As(err, &re) {
@@ -106,13 +109,12 @@ func (o *Output) withMachineName(cfg *abi.NodeConfig, hostname string) *abi.Node
 // substituteEncoded puts the credentials into a plugin's encoded user-data. Every placeholder the configuration
 // contains must appear verbatim in the output: an encoder that transformed one (base64, compression,
 // escaping) would need the real value to do so, and plugins never get real values.
-func substituteEncoded(data []byte, cfg *abi.NodeConfig, secrets SecretValues) ([]byte, error) {
+func substituteEncoded(data []byte, cfg *abi.NodeConfig, secrets SecretValues, placeholders []string) ([]byte, error) {
 	in, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range []string{Placeholders.BootstrapToken, Placeholders.ProvisioningToken, Placeholders.CloudConfig,
-		Placeholders.RegistryAuth, Placeholders.RHSubscriptionPassword} {
+	for _, p := range placeholders {
 		if bytes.Contains(in, []byte(p)) && !bytes.Contains(data, []byte(p)) {
 			return nil, withReason(osmv1alpha1.ReasonPluginFailed, fmt.Errorf(
 				"the plugin's encoder dropped or transformed the credential placeholder %s; encoders must copy placeholders verbatim, the host substitutes them after encoding", p))
@@ -126,7 +128,7 @@ func (o *Output) pluginEncode(ctx context.Context, stage abi.Stage, cfg *abi.Nod
 		return nil, fmt.Errorf("provisioning utility %q needs a plugin with an osm_encode export", o.Utility())
 	}
 	resp, err := o.plugin.Encode(ctx, &abi.EncodeRequest{
-		ABIVersion: abi.Version, Stage: stage, ProvisioningUtility: o.Utility(), Context: o.context, Config: *cfg,
+		ABIVersion: abi.Version, Stage: stage, ProvisioningUtility: o.Utility(), Context: o.pluginContext, Config: *cfg,
 	})
 	if err != nil {
 		return nil, withReason(osmv1alpha1.ReasonPluginFailed, err)

@@ -41,6 +41,7 @@ func (v *ExtensionValidator) ValidateStructure(x *osmv1alpha1.OperatingSystemPro
 			errs = append(errs, field.Invalid(spec.Child("selector", "labelSelector"), "", err.Error()))
 		}
 	}
+	errs = append(errs, validateExtensionPluginSecrets(x.Spec.Plugins, spec.Child("plugins"))...)
 	for _, part := range []struct {
 		name string
 		cfg  *osmv1alpha1.ExtensionConfig
@@ -116,7 +117,7 @@ func (v *ExtensionValidator) trial(ctx context.Context, x *osmv1alpha1.Operating
 			Cluster: render.ClusterInfo{ServerURL: "https://trial.invalid:6443", CACert: trialCA}})
 		if err == nil {
 			for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
-				if _, err = out.UserData(ctx, stage, render.SecretValues{}); err != nil {
+				if _, err = out.UserData(ctx, stage, render.SecretValues{Plugin: render.PluginSecretPlaceholders(osp)}); err != nil {
 					break
 				}
 			}

@@ -39,6 +39,8 @@ type discarder interface{ Discard() }
 var (
 	semverPattern = regexp.MustCompile(`^v(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
 	namePattern   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	// secretKeyPattern is what a Secret's data key may be.
+	secretKeyPattern = regexp.MustCompile(`^[-._a-zA-Z0-9]{1,253}$`)
 )
 
 // ValidateStructure checks what needs no plugin and no render: the header fields, and that files, units and
@@ -46,6 +48,7 @@ var (
 func (v *ProfileValidator) ValidateStructure(osp *osmv1alpha1.OperatingSystemProfile) field.ErrorList {
 	spec := field.NewPath("spec")
 	errs := validateHeader(osp, spec)
+	errs = append(errs, validatePluginSecrets(osp.Spec, spec)...)
 	errs = append(errs, validateSection(&osp.Spec.BootstrapConfig, spec.Child("bootstrapConfig"))...)
 	return append(errs, validateSection(&osp.Spec.ProvisioningConfig, spec.Child("provisioningConfig"))...)
 }
@@ -213,7 +216,7 @@ func (v *ProfileValidator) validatePlugin(ctx context.Context, osp *osmv1alpha1.
 		return nil, field.ErrorList{field.Invalid(where, ref.Builtin+ref.Image, err.Error())}
 	}
 	md := plugin.Metadata()
-	var errs field.ErrorList
+	errs := validateSecretDeclarations(md, ref, pp.Child("secrets"))
 	if !md.SupportsOS(string(osp.Spec.OSName), osp.Spec.OSVersion) {
 		errs = append(errs, field.Invalid(spec.Child("osName"), fmt.Sprintf("%s %s", osp.Spec.OSName, osp.Spec.OSVersion),
 			fmt.Sprintf("plugin %q does not support this operating system and version (it supports %s)", md.Name, describeOSes(md))))

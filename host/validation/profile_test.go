@@ -2,6 +2,7 @@ package validation_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -129,6 +130,32 @@ func TestBrokenProfilesNameTheField(t *testing.T) {
 		{"unresolvable plugin", func(o *osmv1alpha1.OperatingSystemProfile) {
 			o.Spec.Plugin = &osmv1alpha1.PluginReference{Builtin: "nope"}
 		}, "spec.plugin", "no plugin source"},
+		{"plugin secret name not a label", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.Plugin = secretRef("Reg_Code", "sles", "code")
+		}, "spec.plugin.secrets[0].name", "lower case letters, digits and dashes"},
+		{"plugin secret named twice", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.Plugin = secretRef("code", "sles", "code")
+			o.Spec.Plugin.Secrets = append(o.Spec.Plugin.Secrets, o.Spec.Plugin.Secrets[0])
+		}, "spec.plugin.secrets[1].name", "Duplicate value"},
+		{"plugin secret without a Secret", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.Plugin = secretRef("code", "", "code")
+		}, "spec.plugin.secrets[0].secretRef.name", "Required value"},
+		{"plugin secret with a bad key", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.Plugin = secretRef("code", "sles", "a/b")
+		}, "spec.plugin.secrets[0].secretRef.key", "Secret data key"},
+		{"plugin secret without a key", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.Plugin = secretRef("code", "sles", "")
+		}, "spec.plugin.secrets[0].secretRef.key", "Secret data key"},
+		{"too many plugin secrets", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.Plugin = secretRef("code", "sles", "code")
+			for i := range 16 {
+				o.Spec.Plugin.Secrets = append(o.Spec.Plugin.Secrets, osmv1alpha1.PluginSecret{Name: fmt.Sprintf("s%d", i),
+					SecretRef: osmv1alpha1.PluginSecretKeyRef{Name: "sles", Key: "code"}})
+			}
+		}, "spec.plugin.secrets", "must have at most 16 items"},
+		{"secrets on a pipeline plugin", func(o *osmv1alpha1.OperatingSystemProfile) {
+			o.Spec.Plugins = []osmv1alpha1.PluginReference{*secretRef("code", "sles", "code")}
+		}, "spec.plugins[0].secrets", "only spec.plugin takes secrets"},
 		{"bootstrap too large", func(o *osmv1alpha1.OperatingSystemProfile) {
 			o.Spec.BootstrapConfig.Files[0].Content.Inline.Data = strings.Repeat("x", 20000)
 		}, "spec.supportedCloudProviders[0]", "bootstrap user-data is"},
@@ -146,6 +173,11 @@ func TestBrokenProfilesNameTheField(t *testing.T) {
 			}
 		})
 	}
+}
+
+func secretRef(name, secret, key string) *osmv1alpha1.PluginReference {
+	return &osmv1alpha1.PluginReference{Builtin: "nope", Secrets: []osmv1alpha1.PluginSecret{
+		{Name: name, SecretRef: osmv1alpha1.PluginSecretKeyRef{Name: secret, Key: key}}}}
 }
 
 func TestValidateUpdateNeedsVersionBump(t *testing.T) {

@@ -44,7 +44,7 @@ func (v *ProfileValidator) trialRender(ctx context.Context, osp *osmv1alpha1.Ope
 			Cluster: render.ClusterInfo{ServerURL: "https://trial.invalid:6443", CACert: trialCA}})
 		if err == nil {
 			for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
-				if _, err = out.UserData(ctx, stage, render.SecretValues{}); err != nil {
+				if _, err = out.UserData(ctx, stage, render.SecretValues{Plugin: render.PluginSecretPlaceholders(osp)}); err != nil {
 					break
 				}
 			}

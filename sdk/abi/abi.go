@@ -104,7 +104,8 @@ type OperatingSystem struct {
 type ConfigOption struct {
 	Name        string `json:"name"`
 	Description string `json:"description,omitempty"`
-	// Type is ConfigString (the default when empty), ConfigBool, ConfigInt, ConfigList or ConfigEnum.
+	// Type is ConfigString (the default when empty), ConfigBool, ConfigInt, ConfigList, ConfigEnum or
+	// ConfigSecret (a plugin secret, not a config key).
 	Type     string   `json:"type,omitempty"`
 	Default  string   `json:"default,omitempty"`
 	Required bool     `json:"required,omitempty"`

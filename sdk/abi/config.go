@@ -19,6 +19,11 @@ const (
 	ConfigList = "list"
 	// ConfigEnum accepts one of the option's Enum values.
 	ConfigEnum = "enum"
+	// ConfigSecret declares a plugin secret rather than a config key: the profile provides it in
+	// spec.plugin.secrets (name = the option's Name), never in spec.plugin.config, and the plugin receives
+	// only its placeholder (RenderContext.Secrets.Plugin). Required means the profile must provide it. It
+	// has no default and no enum.
+	ConfigSecret = "secret"
 )
 
 // checkSchema reports an option the host could not check values against: an unknown type, or an enum
@@ -26,12 +31,17 @@ const (
 func (o ConfigOption) checkSchema() error {
 	switch o.Type {
 	case "", ConfigString, ConfigBool, ConfigInt, ConfigList:
+	case ConfigSecret:
+		if o.Default != "" || len(o.Enum) > 0 {
+			return fmt.Errorf("configSchema %s: type secret takes no default and no enum values (the value comes from a Secret)", o.Name)
+		}
+		return nil
 	case ConfigEnum:
 		if len(o.Enum) == 0 {
 			return fmt.Errorf("configSchema %s: type enum needs enum values", o.Name)
 		}
 	default:
-		return fmt.Errorf("configSchema %s: unknown type %q (want string, bool, int, list or enum)", o.Name, o.Type)
+		return fmt.Errorf("configSchema %s: unknown type %q (want string, bool, int, list, enum or secret)", o.Name, o.Type)
 	}
 	if o.Default != "" {
 		if err := o.CheckValue(o.Default); err != nil {
@@ -93,8 +103,14 @@ func (m *Metadata) ApplyConfig(config map[string]string) (map[string]string, err
 	known := make(map[string]ConfigOption, len(m.ConfigSchema))
 	var problems []string
 	for _, opt := range m.ConfigSchema {
-		known[opt.Name] = opt
 		v, set := out[opt.Name]
+		if opt.Type == ConfigSecret {
+			if set {
+				problems = append(problems, fmt.Sprintf("%s is a secret: provide it in spec.plugin.secrets (a Secret reference), not in spec.plugin.config", opt.Name))
+			}
+			continue
+		}
+		known[opt.Name] = opt
 		switch {
 		case !set && opt.Default != "":
 			out[opt.Name] = opt.Default
@@ -107,7 +123,7 @@ func (m *Metadata) ApplyConfig(config map[string]string) (map[string]string, err
 		}
 	}
 	for _, k := range SortedKeys(config) {
-		if _, ok := known[k]; !ok {
+		if _, ok := known[k]; !ok && !m.declaresSecret(k) {
 			problems = append(problems, fmt.Sprintf("%s is not a setting of plugin %s (known: %s)", k, m.Name, strings.Join(SortedKeys(known), ", ")))
 		}
 	}

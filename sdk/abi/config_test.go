@@ -34,6 +34,10 @@ func TestApplyConfig(t *testing.T) {
 		{name: "enum type", schema: typed, config: map[string]string{"mode": "fast"}, wantErr: `mode: "fast" is not one of strict, relaxed`},
 		{name: "typed values", schema: typed, config: map[string]string{"debug": "true", "maxPods": " 110", "mode": "relaxed", "packages": "a, b c"},
 			want: map[string]string{"debug": "true", "maxPods": " 110", "mode": "relaxed", "packages": "a, b c"}},
+		{name: "a secret is not config", schema: append(schema, ConfigOption{Name: "regcode", Type: ConfigSecret, Required: true}),
+			config: map[string]string{"mirror": "m"}, want: map[string]string{"mirror": "m", "channel": "stable"}},
+		{name: "a secret in config is refused", schema: append(schema, ConfigOption{Name: "regcode", Type: ConfigSecret}),
+			config: map[string]string{"mirror": "m", "regcode": "plain-text"}, wantErr: "regcode is a secret: provide it in spec.plugin.secrets"},
 		{name: "unknown key", schema: schema, config: map[string]string{"mirror": "m", "mirorr": "x"}, wantErr: "mirorr is not a setting of plugin p (known: channel, mirror)"},
 	}
 	for _, tt := range tests {
@@ -63,6 +67,7 @@ func TestConfigSchemaIsCheckedAtLoad(t *testing.T) {
 		{ConfigOption{Name: "a", Type: "number"}, `configSchema a: unknown type "number"`},
 		{ConfigOption{Name: "b", Type: ConfigEnum}, "configSchema b: type enum needs enum values"},
 		{ConfigOption{Name: "c", Type: ConfigInt, Default: "ten"}, `configSchema c: default: "ten" is not an integer`},
+		{ConfigOption{Name: "d", Type: ConfigSecret, Default: "hunter2"}, "configSchema d: type secret takes no default"},
 	} {
 		m := base
 		m.ConfigSchema = []ConfigOption{tt.opt}

@@ -160,4 +160,7 @@ type SecretPlaceholders struct {
 	RegistryAuth string `json:"registryAuth,omitempty"`
 	// RHSubscriptionPassword is the Red Hat subscription manager password of RHEL machines.
 	RHSubscriptionPassword string `json:"rhSubscriptionPassword,omitempty"`
+	// Plugin maps the name of each secret the profile hands its plugin (spec.plugin.secrets) to its
+	// placeholder. Only the profile's own plugin (spec.plugin) gets these; read them with PluginSecret.
+	Plugin map[string]string `json:"plugin,omitempty"`
 }

@@ -156,7 +156,9 @@ func CheckConfig(opts []Option, config map[string]string) []abi.FieldError {
 	var names []string
 	for _, o := range opts {
 		byName[o.Name] = o
-		names = append(names, o.Name)
+		if o.Type != abi.ConfigSecret {
+			names = append(names, o.Name)
+		}
 	}
 	var errs []abi.FieldError
 	for _, k := range abi.SortedKeys(config) {
@@ -166,6 +168,8 @@ func CheckConfig(opts []Option, config map[string]string) []abi.FieldError {
 		switch {
 		case !ok:
 			errs = append(errs, abi.FieldError{Field: field, Message: fmt.Sprintf("unknown setting; this plugin accepts %s", strings.Join(names, ", "))})
+		case o.Type == abi.ConfigSecret:
+			errs = append(errs, abi.FieldError{Field: field, Message: "a secret: provide it in spec.plugin.secrets (a Secret reference), never as plain config"})
 		default:
 			if err := o.CheckValue(v); err != nil {
 				errs = append(errs, abi.FieldError{Field: field, Message: err.Error()})

@@ -54,6 +54,12 @@ const (
 	// RoleBinding or Secret under a name OSM chose) exists and is not marked as the MachineDeployment's; it is
 	// neither reused nor overwritten.
 	ReasonNameConflict = "NameConflict"
+	// ReasonPluginSecretMissing means a Secret or key the profile's spec.plugin.secrets refers to does not
+	// exist (or the controller may not read it), or the names do not match the secrets the plugin declares
+	// (configSchema options of type secret: a required one missing, an undeclared one given).
+	// The message names the Secret and key, never a value; nothing is written, and the controller looks again
+	// after a short pause, so creating the Secret is enough.
+	ReasonPluginSecretMissing = "PluginSecretMissing"
 	// ReasonInvalidMachineDeployment means a MachineDeployment field OSM renders from has a value no node could
 	// use: a kubelet version that is not a version or outside the supported range, a percentage outside 0-100,
 	// a quantity that does not parse. The message names the field.

@@ -57,9 +57,11 @@ type OperatingSystemProfileSpec struct {
 	// +optional
 	Plugin *PluginReference `json:"plugin,omitempty"`
 	// Plugins continue the pipeline after Plugin: each receives the configuration the one before it returned,
-	// with its own config. Extensions that select the profile run after these.
+	// with its own config. Extensions that select the profile run after these. They take no secrets (only
+	// spec.plugin does).
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.secrets))",message="only spec.plugin takes secrets"
 	Plugins []PluginReference `json:"plugins,omitempty"`
 }
 
@@ -106,6 +108,40 @@ type PluginReference struct {
 	// Config is handed to the plugin on every call. Its keys are described by the plugin's config schema.
 	// +optional
 	Config map[string]string `json:"config,omitempty"`
+	// Secrets hand the plugin credentials it writes into the node's configuration (a registration code, a
+	// mirror password) without the plugin ever seeing them: the plugin gets a placeholder per name
+	// (context.secrets.plugin), and the controller substitutes the Secret's value only in the user-data
+	// Secrets it writes. Only a profile's spec.plugin takes secrets, and only from Secrets in the profile's
+	// own namespace.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Secrets []PluginSecret `json:"secrets,omitempty"`
+}
+
+// PluginSecret is one credential a profile hands its plugin.
+type PluginSecret struct {
+	// Name is how the plugin refers to the secret (its context.secrets.plugin key and, when the plugin
+	// declares it, its configSchema option of type secret): lower case letters, digits and dashes.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// SecretRef is the key of a Secret in the profile's namespace that holds the value.
+	SecretRef PluginSecretKeyRef `json:"secretRef"`
+}
+
+// PluginSecretKeyRef names a key of a Secret in the profile's namespace. There is no namespace field: a
+// profile can only hand out what its own namespace holds.
+type PluginSecretKeyRef struct {
+	// Name is the Secret's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// Key is the key in the Secret's data.
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
 }
 
 // OperatingSystemProfileStatus is what the controller observed about a profile.

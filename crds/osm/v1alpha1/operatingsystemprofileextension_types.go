@@ -48,9 +48,11 @@ type OperatingSystemProfileExtensionSpec struct {
 	// +optional
 	ProvisioningConfig *ExtensionConfig `json:"provisioningConfig,omitempty"`
 	// Plugins run after the profile's own plugins, in list order, on each stage's configuration (after this
-	// extension's files, units and modules were added), and return it changed.
+	// extension's files, units and modules were added), and return it changed. They take no secrets: only a
+	// profile's spec.plugin does.
 	// +optional
 	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.secrets))",message="only a profile's spec.plugin takes secrets"
 	Plugins []PluginReference `json:"plugins,omitempty"`
 }
 

@@ -53,9 +53,15 @@ type Reconciler struct {
 	Worker client.Client
 	// WorkerAPIReader reads the worker cluster without the cache, where a stale read would be wrong.
 	WorkerAPIReader client.Reader
-	Renderer        *render.Renderer
-	Issuer          *credentials.Issuer
-	Settings        render.Settings
+	// MgmtAPIReader reads the Secrets profiles hand their plugins (spec.plugin.secrets), which the caches do
+	// not hold.
+	MgmtAPIReader client.Reader
+	// PluginSecretRetry is how soon a missing plugin Secret is looked for again (DefaultPluginSecretRetry
+	// when zero).
+	PluginSecretRetry time.Duration
+	Renderer          *render.Renderer
+	Issuer            *credentials.Issuer
+	Settings          render.Settings
 	// ClusterInfo returns the API server URL and CA nodes use.
 	ClusterInfo func(ctx context.Context) (render.ClusterInfo, error)
 	// RegistryAuth returns containerd's registry credential tables (empty when none are configured).
@@ -131,6 +137,7 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, err
 		r.loadProfile,
 		r.loadExtensions,
 		r.loadCurrent,
+		r.loadPluginSecrets,
 		r.prepareWrites,
 		r.renderIfNeeded,
 		r.writeOutputs,

@@ -30,6 +30,11 @@ type state struct {
 	bootstrapToken    credentials.Token
 	tokenTTLs         [2]time.Duration // provisioning, bootstrap
 
+	// pluginSecrets are the values of the profile's spec.plugin.secrets by name, and pluginSecretsHash their
+	// digest (see AnnotationPluginSecretsHash).
+	pluginSecrets     map[string]string
+	pluginSecretsHash string
+
 	output *render.Output
 	// done is set when everything is already up to date: no render, no write.
 	done bool

@@ -180,7 +180,7 @@ func (r *Reconciler) upToDate(st *state) bool {
 	if !r.renderedCurrent(st) || (st.kubeletBoot == nil && needsKubeletBootstrapSecret(st.osp)) {
 		return false
 	}
-	if string(st.bootstrap.Data[KeyProvisioningToken]) != st.provisioningToken.Value {
+	if string(st.bootstrap.Data[KeyProvisioningToken]) != st.provisioningToken.Value || !pluginSecretsCurrent(st) {
 		return false
 	}
 	return !needsKubeletBootstrapSecret(st.osp) || bytes.Equal(st.kubeletBoot.Data[KeyKubeconfig], []byte(r.kubeletKubeconfig(st)))
@@ -309,6 +309,7 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 		BootstrapToken:    st.bootstrapToken.Value,
 		ProvisioningToken: st.provisioningToken.Value,
 		RegistryAuth:      auth,
+		Plugin:            st.pluginSecrets,
 	}
 	userData := map[abi.Stage][]byte{}
 	start := time.Now()
@@ -323,6 +324,7 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 	st.bootstrapSize, st.provisioningSize = len(userData[abi.StageBootstrap]), len(userData[abi.StageProvisioning])
 
 	ann := r.annotations(st)
+	provAnn := withPluginSecretsHash(st, ann)
 	bootAnn := copyMap(ann)
 	bootAnn[AnnotationProvisioningTokenExpiry] = st.provisioningToken.Expires.UTC().Format(time.RFC3339)
 	secrets := []struct {
@@ -333,7 +335,7 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 	}{
 		// The provisioning Secret first: a machine created from a new bootstrap Secret must find its
 		// provisioning data already there.
-		{st.provisioning, render.ProvisioningSecretName(st.md), map[string][]byte{render.CloudConfigKey: userData[abi.StageProvisioning]}, ann},
+		{st.provisioning, render.ProvisioningSecretName(st.md), map[string][]byte{render.CloudConfigKey: userData[abi.StageProvisioning]}, provAnn},
 		{st.kubeletBoot, render.KubeletBootstrapSecretName(st.md), map[string][]byte{KeyKubeconfig: []byte(r.kubeletKubeconfig(st))}, ann},
 		{st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
 			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.provisioningToken.Value)}, bootAnn},

@@ -12,7 +12,13 @@ import (
 const (
 	keyContainerdVersion = "containerdVersion"
 	keyContainerdBaseURL = "containerdBaseURL"
+	// secretRegistrationCode is the SLES registration code, a plugin secret: the profile hands it over from a
+	// Secret (spec.plugin.secrets), the plugin only ever sees a placeholder. openSUSE Leap needs none.
+	secretRegistrationCode = "registration-code"
 )
+
+// regcodePath holds the registration code on the node (root only) for SUSEConnect.
+const regcodePath = "/etc/osm/suse-regcode"
 
 // OS describes openSUSE Leap 15.6 and SLES 15 SP6. What differs from the distributions the kit's apt and dnf
 // families cover: packages come from zypper; the distribution's containerd is 1.7, older than the 2.0 the
@@ -33,6 +39,7 @@ func OS() *node.OS {
 			{ConfigOption: abi.ConfigOption{Name: keyContainerdBaseURL, Default: "https://github.com/containerd/containerd/releases/download",
 				Description: "Where containerd is downloaded from: <url>/v<version>/containerd-<version>-linux-<arch>.tar.gz and .sha256sum."}, Check: node.BaseURL},
 			node.ExtraPackagesOption(),
+			node.SecretOption(secretRegistrationCode, "SLES registration code: the node registers with SUSEConnect before installing packages.", false),
 		},
 		Trust:        node.Trust{Path: "/etc/pki/trust/anchors/osm-host-ca.pem", Update: "update-ca-certificates"},
 		Firewall:     "firewalld.service",
@@ -40,7 +47,7 @@ func OS() *node.OS {
 		Handoff:      node.CloudInitHandoff(nil),
 		UnrunModules: node.CloudInitUnrunModules,
 		Install:      install,
-		Provisioning: containerdUnit,
+		Provisioning: provisioning,
 	}
 }
 
@@ -58,6 +65,10 @@ var basePackages = []string{"conntrack-tools", "ethtool", "iptables", "ipvsadm",
 // install writes the zypper run and containerd's installation into osm-setup.
 func install(r *node.Request, s *node.Script) error {
 	pkgs := append(append([]string(nil), basePackages...), node.SplitList(r.Config[node.KeyExtraPackages])...)
+	if _, ok := r.Ctx.Secrets.Plugin[secretRegistrationCode]; ok {
+		s.Section("SLES: register with the code the profile hands over (" + regcodePath + "), once.")
+		s.Line("if [ -s " + regcodePath + " ]; then SUSEConnect --regcode \"$(cat " + regcodePath + ")\" && rm -f " + regcodePath + "; fi")
+	}
 	s.Section("Packages, waiting up to 10 minutes for the image's own zypper runs to release the lock.")
 	s.Line("export ZYPP_LOCK_TIMEOUT=600")
 	s.Line("zypper --non-interactive --gpg-auto-import-keys refresh")
@@ -74,6 +85,16 @@ func install(r *node.Request, s *node.Script) error {
 fi
 `)
 	return nil
+}
+
+// provisioning adds what the provisioning stage needs beyond the kit's: containerd's unit and, for SLES, the
+// registration code's file. The code is the placeholder, copied verbatim into plain file content; the host
+// puts the real code there only in the user-data Secret.
+func provisioning(r *node.Request, cfg *abi.NodeConfig) error {
+	if code, ok := r.Ctx.Secrets.Plugin[secretRegistrationCode]; ok {
+		cfg.SetFile(abi.PlainFile(regcodePath, 0o600, code))
+	}
+	return containerdUnit(r, cfg)
 }
 
 // containerdUnit gives the kit's containerd.service (a drop-in elsewhere) the unit the release does not ship.

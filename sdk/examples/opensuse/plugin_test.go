@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 
@@ -86,4 +87,51 @@ func TestWasm(t *testing.T) {
 	m := plugintest.Load(t, plugintest.Build(t, "."))
 	req := plugintest.Request("opensuse", "15.6", abi.UtilityCloudInit, "aws", abi.StageBootstrap)
 	plugintest.Check(t, plugintest.Wasm(m), req)
+	// The registration code's placeholder crosses the sandbox's JSON both ways.
+	req = plugintest.Request("opensuse", "15-SP6", abi.UtilityCloudInit, "aws", abi.StageProvisioning)
+	req.Context.Secrets.Plugin = map[string]string{secretRegistrationCode: "__OSM_SECRET_PLUGIN_REGISTRATION_CODE__"}
+	cfg := plugintest.Check(t, plugintest.Wasm(m), req)
+	if got := plugintest.File(t, cfg, regcodePath); got != "__OSM_SECRET_PLUGIN_REGISTRATION_CODE__" {
+		t.Errorf("through the sandbox, %s = %q", regcodePath, got)
+	}
+}
+
+// TestSLESRegistrationCodeIsAPluginSecret hands the plugin the registration code as the host does, as a
+// placeholder: it lands verbatim in a root-only file that SUSEConnect reads before zypper runs. Without the
+// secret (openSUSE Leap) nothing registers, and a code given as plain config is refused.
+func TestSLESRegistrationCodeIsAPluginSecret(t *testing.T) {
+	const placeholder = "__OSM_SECRET_PLUGIN_REGISTRATION_CODE__"
+	req := plugintest.Request("opensuse", "15-SP6", abi.UtilityCloudInit, "aws", abi.StageProvisioning)
+	req.Context.Secrets.Plugin = map[string]string{secretRegistrationCode: placeholder}
+	cfg := plugintest.Check(t, plugintest.Native(node.New(OS())), req)
+	if got := plugintest.File(t, cfg, regcodePath); got != placeholder {
+		t.Errorf("%s = %q, want the placeholder verbatim", regcodePath, got)
+	}
+	if f := cfg.File(regcodePath); f == nil || mode(f) != 0o600 {
+		t.Errorf("%s must be readable by root only", regcodePath)
+	}
+	script := plugintest.File(t, cfg, node.SetupScriptPath)
+	register, zypper := strings.Index(script, `SUSEConnect --regcode "$(cat `+regcodePath+`)"`), strings.Index(script, "zypper --non-interactive install")
+	if register < 0 || zypper < register {
+		t.Errorf("osm-setup must register before installing packages:\n%s", script)
+	}
+	if strings.Contains(script, placeholder) {
+		t.Error("the placeholder is in the script; it belongs in the file only")
+	}
+
+	leap := plugintest.Request("opensuse", "15.6", abi.UtilityCloudInit, "aws", abi.StageProvisioning)
+	cfg = plugintest.Render(t, node.New(OS()), leap)
+	if cfg.File(regcodePath) != nil || strings.Contains(plugintest.File(t, cfg, node.SetupScriptPath), "SUSEConnect") {
+		t.Error("without the secret the node must not register")
+	}
+	resp, err := node.New(OS()).Validate(&abi.ValidateRequest{OSName: "opensuse", OSVersion: "15-SP6",
+		Config: map[string]string{secretRegistrationCode: "plain-text-code"}})
+	if err != nil || len(resp.Errors) != 1 || !strings.Contains(resp.Errors[0].Message, "spec.plugin.secrets") {
+		t.Errorf("validate = %+v, %v; want the plain-text code refused", resp, err)
+	}
+}
+
+func mode(f *abi.File) fs.FileMode {
+	m, _ := f.Mode()
+	return m
 }

@@ -1458,6 +1458,8 @@ func decSecretPlaceholdersField(d *decoder, p *abi.SecretPlaceholders, key []byt
 		return decStr[string](d, &p.RegistryAuth, depth+1)
 	case len(key) == 22 && word(key, 0) == 0x7263736275536872 && word(key, 8) == 0x61506e6f69747069 && tail(key, 16) == 0x64726f777373: // rhSubscriptionPassword
 		return decStr[string](d, &p.RHSubscriptionPassword, depth+1)
+	case len(key) == 6 && tail(key, 0) == 0x6e6967756c70: // plugin
+		return func(d *decoder, p *map[string]string, depth int) error { return decMap(d, p, decStr[string], depth) }(d, &p.Plugin, depth+1)
 	}
 	switch foldName(string(key)) {
 	case "BOOTSTRAPTOKEN":
@@ -1470,6 +1472,8 @@ func decSecretPlaceholdersField(d *decoder, p *abi.SecretPlaceholders, key []byt
 		return decStr[string](d, &p.RegistryAuth, depth+1)
 	case "RHSUBSCRIPTIONPASSWORD":
 		return decStr[string](d, &p.RHSubscriptionPassword, depth+1)
+	case "PLUGIN":
+		return func(d *decoder, p *map[string]string, depth int) error { return decMap(d, p, decStr[string], depth) }(d, &p.Plugin, depth+1)
 	}
 	return d.skip(depth + 1)
 }
@@ -1509,6 +1513,13 @@ func encSecretPlaceholders(e *encoder, p *abi.SecretPlaceholders) error {
 		e.comma(&first)
 		e.buf = append(e.buf, "\"rhSubscriptionPassword\":"...)
 		if err := encStr[string](e, &p.RHSubscriptionPassword); err != nil {
+			return err
+		}
+	}
+	if len(p.Plugin) != 0 {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"plugin\":"...)
+		if err := func(e *encoder, p *map[string]string) error { return encMap(e, p, encStr[string]) }(e, &p.Plugin); err != nil {
 			return err
 		}
 	}
