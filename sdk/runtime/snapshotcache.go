@@ -64,7 +64,7 @@ func writeAtomically(path string, data []byte) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone after the rename: only a failed write leaves it
 	if _, err := tmp.Write(data); err != nil {
 		_ = tmp.Close()
 		return err
