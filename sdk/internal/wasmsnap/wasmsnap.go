@@ -9,6 +9,10 @@
 // segments, memory size) and removes _initialize, so a new instance is the initialised one, pristine, for the
 // price of copying its memory image.
 //
+// Both rewrites drop custom sections (names, producers, signatures): they do not change what a module does, and
+// modules that differ only in them — the same code packaged or annotated differently — then compile to the same
+// machine code, which wazero's cache shares.
+//
 // The rewrite is sound only for modules whose state after initialisation is entirely their globals and their
 // memory: no imported memory, table or global, no start function, no passive data, no table mutation (package
 // wasmcheck reports those as Module.Unsnapshottable) and only number-typed globals (Build refuses others).
@@ -25,6 +29,7 @@ import (
 
 // Section ids.
 const (
+	secCustom = 0
 	secMemory = 5
 	secGlobal = 6
 	secExport = 7
@@ -59,7 +64,8 @@ type Image struct {
 }
 
 // Probe returns wasm with each of its n defined globals also exported as GlobalExport(i), so that the host can
-// read their values once the instance has initialised. The rest of the module is unchanged.
+// read their values once the instance has initialised. The rest of the module is unchanged but for its custom
+// sections, which are dropped.
 func Probe(wasm []byte) (probe []byte, globals int, err error) {
 	secs, err := sections(wasm)
 	if err != nil {
@@ -76,6 +82,9 @@ func Probe(wasm []byte) (probe []byte, globals int, err error) {
 	out = append(out, wasm[:8]...)
 	exported := false
 	for _, s := range secs {
+		if s.id == secCustom {
+			continue
+		}
 		body := s.body
 		if s.id == secExport {
 			if body, err = appendGlobalExports(body, globals); err != nil {
@@ -114,6 +123,8 @@ func Build(wasm []byte, img Image) ([]byte, error) {
 	for _, s := range secs {
 		body := s.body
 		switch s.id {
+		case secCustom:
+			continue
 		case secStart, secCount:
 			return nil, fmt.Errorf("section %d cannot be rebuilt from a snapshot", s.id)
 		case secMemory:

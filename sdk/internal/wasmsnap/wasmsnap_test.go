@@ -115,6 +115,30 @@ func TestBuiltModuleStartsInitialised(t *testing.T) {
 	}
 }
 
+// TestCustomSectionsDoNotMatter: modules that differ only in a custom section give the same probe and the same
+// rebuilt module, so they share compiled code.
+func TestCustomSectionsDoNotMatter(t *testing.T) {
+	wasm := initModule(false)
+	signed := append(append([]byte(nil), wasm...), 0x00, 0x05, 0x04, 's', 'i', 'g', 'n') // custom section "sign"
+	img := wasmsnap.Image{Globals: make([]uint64, 3), Memory: make([]byte, 2*65536)}
+	for _, f := range []func([]byte) ([]byte, error){
+		func(b []byte) ([]byte, error) { p, _, err := wasmsnap.Probe(b); return p, err },
+		func(b []byte) ([]byte, error) { return wasmsnap.Build(b, img) },
+	} {
+		a, err := f(wasm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := f(signed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(a, b) {
+			t.Error("a custom section changed the rewritten module")
+		}
+	}
+}
+
 // TestBuildRefusesWhatASnapshotCannotHold: a start function would run again on the initialised state.
 func TestBuildRefusesWhatASnapshotCannotHold(t *testing.T) {
 	_, err := wasmsnap.Build(initModule(true), wasmsnap.Image{Globals: make([]uint64, 3), Memory: make([]byte, 2*65536)})
