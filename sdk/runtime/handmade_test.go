@@ -28,13 +28,16 @@ const handMetadata = `{"abiVersion":"v1","name":"hand","version":"1.0.0","operat
 // interrupt check in module state (a fuel counter in a global) would be defeated by exactly this.
 const handGlobals = 16
 
+// handImports are the Extism kernel functions writeOutput calls, in the order of its call indices.
+var handImports = []wasmtest.Import{
+	{Module: "extism:host/env", Name: "alloc", Params: []byte{wasmtest.I64}, Results: []byte{wasmtest.I64}},
+	{Module: "extism:host/env", Name: "store_u8", Params: []byte{wasmtest.I64, wasmtest.I32}},
+	{Module: "extism:host/env", Name: "output_set", Params: []byte{wasmtest.I64, wasmtest.I64}},
+}
+
 // handPlugin assembles a plugin that spins at where, rewriting all its globals as it goes.
 func handPlugin(where spinAt) []byte {
-	imports := []wasmtest.Import{
-		{Module: "extism:host/env", Name: "alloc", Params: []byte{wasmtest.I64}, Results: []byte{wasmtest.I64}},
-		{Module: "extism:host/env", Name: "store_u8", Params: []byte{wasmtest.I64, wasmtest.I32}},
-		{Module: "extism:host/env", Name: "output_set", Params: []byte{wasmtest.I64, wasmtest.I64}},
-	}
+	imports := handImports
 	const firstFunc = 3 // after the imports
 	spin := tamperingSpin()
 	ret0 := wasmtest.I32Const(0)

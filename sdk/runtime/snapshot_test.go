@@ -168,11 +168,6 @@ func fillingPlugin(size int32) []byte {
 // handModule is a hand-written plugin with the given _initialize (leaving an i32 on the stack, dropped) and,
 // when set, osm_warmup.
 func handModule(initialize, warmUp []byte) []byte {
-	imports := []wasmtest.Import{
-		{Module: "extism:host/env", Name: "alloc", Params: []byte{wasmtest.I64}, Results: []byte{wasmtest.I64}},
-		{Module: "extism:host/env", Name: "store_u8", Params: []byte{wasmtest.I64, wasmtest.I32}},
-		{Module: "extism:host/env", Name: "output_set", Params: []byte{wasmtest.I64, wasmtest.I64}},
-	}
 	funcs := []wasmtest.Func{
 		{Results: []byte{wasmtest.I32}, Locals: []byte{wasmtest.I64, wasmtest.I32}, Code: writeOutput([]byte(handMetadata)), Export: "osm_metadata"},
 		{Results: []byte{wasmtest.I32}, Code: wasmtest.I32Const(0), Export: "osm_render"},
@@ -181,5 +176,5 @@ func handModule(initialize, warmUp []byte) []byte {
 	if warmUp != nil {
 		funcs = append(funcs, wasmtest.Func{Code: warmUp, Export: "osm_warmup"})
 	}
-	return wasmtest.Module{Imports: imports, Memory: 1, Data: []byte(handMetadata), Funcs: funcs}.Bytes()
+	return wasmtest.Module{Imports: handImports, Memory: 1, Data: []byte(handMetadata), Funcs: funcs}.Bytes()
 }
