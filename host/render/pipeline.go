@@ -90,7 +90,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		pluginSecrets:     PluginSecretNames(in.Profile),
 	}
 	out.pluginContext = out.context
-	out.pluginContext.Secrets.Plugin = PluginSecretPlaceholders(in.Profile)
+	out.pluginContext.Secrets.Plugin = out.PluginSecretPlaceholders()
 	data := m.templateData(cr.config)
 	osp := m.Profile
 	// Both stages render on one sandbox instance: one instance per MachineDeployment, none shared between them.

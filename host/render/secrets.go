@@ -60,7 +60,11 @@ func PluginSecretPlaceholder(name string) string {
 // plugin sees in its context (RenderContext.Secrets.Plugin), and, given as SecretValues.Plugin, the values
 // that leave the placeholders in place (a trial render, `osmctl render` without the real values).
 func PluginSecretPlaceholders(osp *osmv1alpha1.OperatingSystemProfile) map[string]string {
-	names := PluginSecretNames(osp)
+	return placeholdersOf(PluginSecretNames(osp))
+}
+
+// placeholdersOf maps each plugin secret name to its placeholder; nil for none.
+func placeholdersOf(names []string) map[string]string {
 	if len(names) == 0 {
 		return nil
 	}
@@ -86,11 +90,7 @@ func PluginSecretNames(osp *osmv1alpha1.OperatingSystemProfile) []string {
 // PluginSecretPlaceholders maps each plugin secret of the rendered profile to its placeholder; given as
 // SecretValues.Plugin, it keeps the placeholders in the user-data (previews, size comparisons).
 func (o *Output) PluginSecretPlaceholders() map[string]string {
-	out := make(map[string]string, len(o.pluginSecrets))
-	for _, n := range o.pluginSecrets {
-		out[n] = PluginSecretPlaceholder(n)
-	}
-	return out
+	return placeholdersOf(o.pluginSecrets)
 }
 
 // allPlaceholders lists every placeholder the configuration may hold: the credentials' and the profile's
