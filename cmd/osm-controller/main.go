@@ -84,7 +84,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 		"Upstream's layout serves them from a separate Deployment: `osm-controller webhook`.")
 	fs.StringVar(&f.caBundle, "ca-bundle", "", "Accepted for compatibility with upstream OSM, where it is deprecated and has no effect; use -host-ca-bundle or -kubernetes-ca-bundle.")
 	f.plugins.register(fs, "/var/cache/osm")
-	fs.DurationVar(&f.provisioningTokenTTL, "provisioning-token-ttl", credentials.DefaultProvisioningTokenTTL, "Lifetime of the token nodes fetch their provisioning data with; rotated after two thirds.")
+	fs.DurationVar(&f.provisioningTokenTTL, "provisioning-token-ttl", 0, "Accepted for compatibility with earlier OSM versions; has no effect: nodes fetch their provisioning data with their bootstrap token (-bootstrap-token-ttl).")
 	fs.DurationVar(&f.bootstrapTokenTTL, "bootstrap-token-ttl", credentials.DefaultBootstrapTokenTTL, "Lifetime of bootstrap tokens; extended while the MachineDeployment exists.")
 	fs.Float64Var(&f.qps, "kube-api-qps", 0, "Client-side limit of queries per second to each API server; 0 or less: no client-side limit, as upstream OSM (controller-runtime's default). The workers bound the concurrent requests, and the API server's priority and fairness protects it.")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server when -kube-api-qps is set.")
@@ -227,6 +227,9 @@ func run(f *flags) error {
 	if f.bootstrapTokenSA != "" {
 		log.Info("-bootstrap-token-service-account-name is ignored: OSM issues a bootstrap token per MachineDeployment")
 	}
+	if f.provisioningTokenTTL != 0 {
+		log.Info("-provisioning-token-ttl is ignored: nodes fetch their provisioning data with their bootstrap token (-bootstrap-token-ttl)")
+	}
 	if f.caBundle != "" {
 		log.Info("-ca-bundle is ignored (deprecated upstream): use -host-ca-bundle or -kubernetes-ca-bundle")
 	}
@@ -265,8 +268,8 @@ func run(f *flags) error {
 		Mgmt: mgmt, Worker: worker, Settings: settings, WorkerCount: f.workerCount,
 		DisableDefaultOSPs: f.disableDefaultOSPs, Defaults: defaults, Builtins: plugins.Builtin(), Plugins: pcfg,
 		RegistryCredentialsSecret: f.registryCredentialsSecret,
-		ProvisioningTokenTTL:      f.provisioningTokenTTL, BootstrapTokenTTL: f.bootstrapTokenTTL,
-		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
+		BootstrapTokenTTL:         f.bootstrapTokenTTL,
+		MetricsAddress:            f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts,
 		Build:   version, Logger: log,
 	})

@@ -57,8 +57,8 @@ type Options struct {
 	// RegistryCredentialsSecret is "namespace/name" of a dockerconfigjson Secret in the worker cluster whose
 	// credentials nodes use to pull images (-node-registry-credentials-secret).
 	RegistryCredentialsSecret string
-	// ProvisioningTokenTTL and BootstrapTokenTTL are the node credential lifetimes.
-	ProvisioningTokenTTL, BootstrapTokenTTL time.Duration
+	// BootstrapTokenTTL is the node credential's lifetime, extended while its MachineDeployment exists.
+	BootstrapTokenTTL time.Duration
 	// MetricsAddress and HealthProbeAddress are where metrics and probes are served ("0" disables).
 	MetricsAddress, HealthProbeAddress string
 	// PprofAddress serves net/http/pprof, with block and mutex profiling on, for diagnosis (-pprof-address);
@@ -144,7 +144,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		Mgmt: mgr.GetClient(), Worker: worker.GetClient(), WorkerAPIReader: worker.GetAPIReader(), MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
-			ProvisioningTokenTTL: o.ProvisioningTokenTTL, BootstrapTokenTTL: o.BootstrapTokenTTL},
+			BootstrapTokenTTL: o.BootstrapTokenTTL},
 		Settings:     settings,
 		ClusterInfo:  cachedClusterInfo(worker.GetAPIReader(), workerCfg.CAData, settings.KubernetesCACert),
 		RegistryAuth: auth,

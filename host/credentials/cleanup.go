@@ -11,8 +11,8 @@ import (
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 )
 
-// Revoke deletes every credential issued for md: the bootstrap tokens, and the ServiceAccount (which
-// invalidates its tokens), Role and RoleBinding.
+// Revoke deletes every credential issued for md: the bootstrap tokens, the Role and RoleBinding, and the
+// ServiceAccount earlier OSM versions issued provisioning tokens for (deleting it invalidates them).
 func (i *Issuer) Revoke(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
 	sel := Selector(md)
 	for _, del := range []struct {

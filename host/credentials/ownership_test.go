@@ -9,13 +9,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	apitypes "k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	"github.com/osmhq/osm/host/scheme"
 )
 
-// TestCredentialsAreNeverTakenFromOthers: a bootstrap token id or a ServiceAccount/Role name that is taken by
+// TestCredentialsAreNeverTakenFromOthers: a bootstrap token id or a Role/RoleBinding name that is taken by
 // an object not marked as the MachineDeployment's is skipped (token ids) or refused (names), never reused.
 func TestCredentialsAreNeverTakenFromOthers(t *testing.T) {
 	ctx := context.Background()
@@ -48,9 +49,22 @@ func TestCredentialsAreNeverTakenFromOthers(t *testing.T) {
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "cloud-init-settings", Name: ProvisioningReaderName(md)}}
 	c = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(role).Build()
 	iss = &Issuer{Client: c, Namespace: "cloud-init-settings"}
-	_, err = iss.ProvisioningToken(ctx, md, Token{})
+	err = iss.EnsureReaderRole(ctx, md)
 	if err == nil || !strings.Contains(err.Error(), "was not created by OSM") {
 		t.Fatalf("want the foreign Role refused, got %v", err)
+	}
+	// The same for a RoleBinding of another MachineDeployment: it is neither bound to md's token nor changed.
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "cloud-init-settings", Name: ProvisioningReaderName(md),
+		Labels: Labels(other), Annotations: Annotations(other)},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:bootstrap:theirs"}}}
+	c = fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(rb).Build()
+	iss = &Issuer{Client: c, Namespace: "cloud-init-settings"}
+	err = iss.BindReader(ctx, md, tok)
+	if err == nil || !strings.Contains(err.Error(), "belongs to MachineDeployment b-c/a") {
+		t.Fatalf("want b-c/a's RoleBinding refused, got %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rb), rb); err != nil || rb.Subjects[0].Name != "system:bootstrap:theirs" {
+		t.Errorf("b-c/a's RoleBinding was changed: %v %v", rb.Subjects, err)
 	}
 
 	// Revoking one MachineDeployment leaves the other's token.

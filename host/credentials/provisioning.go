@@ -6,16 +6,12 @@ import (
 	"strings"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
-	"github.com/osmhq/osm/host/internal/parallel"
 	"github.com/osmhq/osm/host/render"
 )
 
@@ -30,28 +26,29 @@ func (t Token) Valid(now time.Time, margin time.Duration) bool {
 	return t.Value != "" && t.Expires.After(now.Add(margin))
 }
 
+// User is the name the API server authenticates a bootstrap token ("<id>.<secret>") as.
+func (t Token) User() string {
+	id, _, _ := strings.Cut(t.Value, ".")
+	return "system:bootstrap:" + id
+}
+
 // Issuer creates and refreshes node credentials in the worker cluster.
 type Issuer struct {
 	// Client writes to the worker cluster; its reads may come from a cache.
 	Client client.Client
 	// APIReader reads past the cache where a stale read would duplicate a credential; Client when nil.
 	APIReader client.Reader
-	// Namespace holds the user-data Secrets and the provisioning ServiceAccounts ("cloud-init-settings").
+	// Namespace holds the user-data Secrets and the provisioning Roles ("cloud-init-settings").
 	Namespace string
-	// ProvisioningTokenTTL is the lifetime asked for provisioning tokens; the API server may cap it.
-	ProvisioningTokenTTL time.Duration
 	// BootstrapTokenTTL is how long a bootstrap token stays valid after each refresh.
 	BootstrapTokenTTL time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
 
-// Defaults for the token lifetimes. A provisioning token is rotated after two thirds of its life, which
-// rewrites the bootstrap Secret; a bootstrap token is extended in place, which changes nothing nodes see.
-const (
-	DefaultProvisioningTokenTTL = 30 * 24 * time.Hour
-	DefaultBootstrapTokenTTL    = 24 * time.Hour
-)
+// DefaultBootstrapTokenTTL is the bootstrap token's lifetime. The token is extended in place when a third of it
+// is left, which changes nothing nodes see.
+const DefaultBootstrapTokenTTL = 24 * time.Hour
 
 func (i *Issuer) now() time.Time {
 	if i.Now != nil {
@@ -60,8 +57,7 @@ func (i *Issuer) now() time.Time {
 	return time.Now()
 }
 
-// ProvisioningReaderName is the ServiceAccount, Role and RoleBinding that let md's nodes read their
-// provisioning Secrets.
+// ProvisioningReaderName is the Role and RoleBinding that let md's nodes read their provisioning Secrets.
 func ProvisioningReaderName(md *clusterv1alpha1.MachineDeployment) string {
 	return render.ObjectName(md, "provisioning-reader")
 }
@@ -69,72 +65,65 @@ func ProvisioningReaderName(md *clusterv1alpha1.MachineDeployment) string {
 // RefreshMargin is how much validity a reused token must have left: a third of its lifetime.
 func RefreshMargin(ttl time.Duration) time.Duration { return ttl / 3 }
 
-// ProvisioningToken returns a token that may get md's provisioning Secret and kubelet bootstrap Secret, and
-// nothing else. current is the token handed out before; it is returned unchanged while it has enough validity
-// left, so a reconcile does not rewrite user-data for nothing.
-//
-// The ServiceAccount and its RBAC are ensured only when a token is issued: a reconcile that reuses a token
-// costs no API call here.
-func (i *Issuer) ProvisioningToken(ctx context.Context, md *clusterv1alpha1.MachineDeployment, current Token) (Token, error) {
-	ttl := i.ProvisioningTokenTTL
-	if ttl == 0 {
-		ttl = DefaultProvisioningTokenTTL
+// EnsureReaderRole creates the Role granting get on exactly md's provisioning Secret and kubelet bootstrap
+// Secret. It binds nobody: BindReader does, once the token it is bound to is known. A Role that exists
+// already is used only if it is marked as md's.
+func (i *Issuer) EnsureReaderRole(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
+	role := &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: []rbacv1.PolicyRule{{
+		APIGroups:     []string{""},
+		Resources:     []string{"secrets"},
+		Verbs:         []string{"get"},
+		ResourceNames: []string{render.ProvisioningSecretName(md), render.KubeletBootstrapSecretName(md)},
+	}}}
+	err := i.Client.Create(ctx, role)
+	if apierrors.IsAlreadyExists(err) {
+		err = i.checkExisting(ctx, md, role)
 	}
-	if current.Valid(i.now(), RefreshMargin(ttl)) {
-		return current, nil
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: i.Namespace, Name: ProvisioningReaderName(md)}}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(ttl.Seconds()))}}
-	// The token needs only the ServiceAccount; its RoleBinding is created at the same time. A token whose
-	// binding failed is never handed out: the reconcile fails and the next one issues another.
-	err := i.ensureReader(ctx, md, func() error {
-		if err := i.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
-			return fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
-		}
-		return nil
-	})
 	if err != nil {
-		return Token{}, err
+		return fmt.Errorf("creating Role %s/%s: %w", role.Namespace, role.Name, err)
 	}
-	return Token{Value: tr.Status.Token, Expires: tr.Status.ExpirationTimestamp.Time}, nil
+	return nil
 }
 
-// ensureReader creates the ServiceAccount, the Role granting get on exactly md's two provisioning Secrets, and
-// the RoleBinding between them. One that exists already is used only if it is marked as md's. The
-// ServiceAccount and the Role are created together, then the RoleBinding (the API server checks the Role it
-// binds) together with withSA, which needs only the ServiceAccount.
-func (i *Issuer) ensureReader(ctx context.Context, md *clusterv1alpha1.MachineDeployment, withSA func() error) error {
-	name := ProvisioningReaderName(md)
-	meta := metav1.ObjectMeta{Namespace: i.Namespace, Name: name, Labels: Labels(md), Annotations: Annotations(md)}
-	objs := []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: meta, AutomountServiceAccountToken: ptr.To(false)},
-		&rbacv1.Role{ObjectMeta: meta, Rules: []rbacv1.PolicyRule{{
-			APIGroups:     []string{""},
-			Resources:     []string{"secrets"},
-			Verbs:         []string{"get"},
-			ResourceNames: []string{render.ProvisioningSecretName(md), render.KubeletBootstrapSecretName(md)},
-		}}},
-		&rbacv1.RoleBinding{ObjectMeta: meta,
-			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: i.Namespace, Name: name}},
-		},
+// BindReader binds md's reader Role to the user of tok, md's bootstrap token: one credential serves the node's
+// provisioning fetch and its kubelet's TLS bootstrap, and it lives as long as the MachineDeployment (see
+// BootstrapToken). The Role must exist (the API server checks what a binding grants against its creator's
+// rights). A binding of md's that names another user (a token issued before, or a ServiceAccount of an OSM
+// version that issued those) is pointed at tok's user, which revokes the old one's access.
+func (i *Issuer) BindReader(ctx context.Context, md *clusterv1alpha1.MachineDeployment, tok Token) error {
+	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tok.User()}}
+	rb := &rbacv1.RoleBinding{ObjectMeta: i.readerMeta(md),
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ProvisioningReaderName(md)},
+		Subjects: subjects,
 	}
-	create := func(obj client.Object) func() error {
-		return func() error {
-			err := i.Client.Create(ctx, obj)
-			if apierrors.IsAlreadyExists(err) {
-				err = i.checkExisting(ctx, md, obj)
-			}
-			if err != nil {
-				return fmt.Errorf("creating %T %s/%s: %w", obj, i.Namespace, name, err)
-			}
-			return nil
-		}
+	err := i.Client.Create(ctx, rb)
+	if apierrors.IsAlreadyExists(err) {
+		err = i.rebind(ctx, md, rb)
 	}
-	if err := parallel.Do(create(objs[0]), create(objs[1])); err != nil {
+	if err != nil {
+		return fmt.Errorf("creating RoleBinding %s/%s: %w", rb.Namespace, rb.Name, err)
+	}
+	return nil
+}
+
+// rebind points md's existing RoleBinding at want's subjects.
+func (i *Issuer) rebind(ctx context.Context, md *clusterv1alpha1.MachineDeployment, want *rbacv1.RoleBinding) error {
+	have := &rbacv1.RoleBinding{}
+	if err := i.reader().Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
 		return err
 	}
-	return parallel.Do(create(objs[2]), withSA)
+	if !Marked(md, have) {
+		return &ConflictError{Kind: "RoleBinding", Name: have.Namespace + "/" + have.Name, Owner: Owner(have)}
+	}
+	if len(have.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] {
+		return nil
+	}
+	have.Subjects = want.Subjects
+	return i.Client.Update(ctx, have)
+}
+
+func (i *Issuer) readerMeta(md *clusterv1alpha1.MachineDeployment) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Namespace: i.Namespace, Name: ProvisioningReaderName(md), Labels: Labels(md), Annotations: Annotations(md)}
 }
 
 // checkExisting reads an object that already exists under the name OSM chose for md, and refuses it unless it

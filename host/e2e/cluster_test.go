@@ -324,17 +324,23 @@ func (c *cluster) userData(t *testing.T, md *clusterv1alpha1.MachineDeployment) 
 // bootstrapTokenID returns the id of md's bootstrap token (kube-system/bootstrap-token-<id>).
 func (c *cluster) bootstrapTokenID(t *testing.T, md *clusterv1alpha1.MachineDeployment) string {
 	t.Helper()
+	return string(c.bootstrapTokenSecret(t, md).Data["token-id"])
+}
+
+// bootstrapTokenSecret returns md's bootstrap token Secret.
+func (c *cluster) bootstrapTokenSecret(t *testing.T, md *clusterv1alpha1.MachineDeployment) *corev1.Secret {
+	t.Helper()
 	list := &corev1.SecretList{}
 	if err := c.c.List(context.Background(), list, client.InNamespace("kube-system"), client.MatchingLabels(credentials.Labels(md))); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range list.Items {
-		if s.Type == "bootstrap.kubernetes.io/token" {
-			return string(s.Data["token-id"])
+	for i := range list.Items {
+		if list.Items[i].Type == "bootstrap.kubernetes.io/token" {
+			return &list.Items[i]
 		}
 	}
 	t.Fatalf("no bootstrap token for MachineDeployment %s", md.Name)
-	return ""
+	return nil
 }
 
 // csrsBy lists the CSRs the API server recorded as created by username.

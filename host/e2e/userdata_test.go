@@ -117,17 +117,19 @@ func rewriteCloudConfig(t *testing.T, data []byte, old, new string) []byte {
 	return append([]byte(cloudinit.Header), out...)
 }
 
-var jwtPattern = regexp.MustCompile(`eyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+`)
+// tokenPattern is a bootstrap token ("<id>.<secret>") as the bootstrap script quotes it.
+var tokenPattern = regexp.MustCompile(`'([a-z0-9]{6}\.[a-z0-9]{16})'`)
 
-// provisioningToken finds the ServiceAccount token (a JWT) in the bootstrap user-data's files.
+// provisioningToken finds the token the bootstrap script fetches with (the MachineDeployment's bootstrap
+// token) in the bootstrap user-data's files.
 func provisioningToken(t *testing.T, data []byte) string {
 	t.Helper()
 	for _, f := range cloudConfigFiles(t, data) {
-		if m := jwtPattern.Find(f.Content); m != nil {
-			return string(m)
+		if m := tokenPattern.FindSubmatch(f.Content); m != nil {
+			return string(m[1])
 		}
 	}
-	t.Fatal("no ServiceAccount token (JWT) in the bootstrap user-data")
+	t.Fatal("no bootstrap token in the bootstrap user-data")
 	return ""
 }
 

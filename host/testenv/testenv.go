@@ -53,7 +53,7 @@ type Options struct {
 	WebhookInstallOptions envtest.WebhookInstallOptions
 	// SkipExternalCRDs leaves machine-controller's CRDs out, to model a management cluster.
 	SkipExternalCRDs bool
-	// APIServerFlags are extra kube-apiserver flags, e.g. enable-bootstrap-token-auth=true.
+	// APIServerFlags are extra kube-apiserver flags, e.g. audit-log-path.
 	APIServerFlags map[string]string
 }
 
@@ -82,11 +82,12 @@ func Start(t testing.TB, opts Options) *Env {
 		WebhookInstallOptions: opts.WebhookInstallOptions,
 		Scheme:                Scheme,
 	}
-	if len(opts.APIServerFlags) > 0 {
-		args := env.ControlPlane.GetAPIServer().Configure()
-		for k, v := range opts.APIServerFlags {
-			args.Set(k, v)
-		}
+	// Nodes authenticate with bootstrap tokens (their provisioning fetch and the kubelet's TLS bootstrap), as on
+	// every cluster machine-controller runs on.
+	args := env.ControlPlane.GetAPIServer().Configure()
+	args.Set("enable-bootstrap-token-auth", "true")
+	for k, v := range opts.APIServerFlags {
+		args.Set(k, v)
 	}
 	cfg, err := env.Start()
 	if err != nil {

@@ -50,7 +50,7 @@ const (
 	// c/a-b and b-c/a; the first to render keeps them, the other gets this reason, an event naming the owner,
 	// and no Secret and no node credential until the owner is gone.
 	ReasonSecretNameConflict = "SecretNameConflict"
-	// ReasonNameConflict means another object OSM needs for the MachineDeployment (a ServiceAccount, Role,
+	// ReasonNameConflict means another object OSM needs for the MachineDeployment (a Role,
 	// RoleBinding or Secret under a name OSM chose) exists and is not marked as the MachineDeployment's; it is
 	// neither reused nor overwritten.
 	ReasonNameConflict = "NameConflict"

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
@@ -15,11 +17,63 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 )
+
+// finalizerFixture starts a control plane with a MachineDeployment naming profile, and a reconciler whose
+// worker cache can be made stale (see staleReads). Profile "osp-template" exists: a templates-only profile.
+func finalizerFixture(t *testing.T, profile string) (context.Context, client.Client, *staleReads, *osc.Reconciler, *clusterv1alpha1.MachineDeployment) {
+	env := testenv.Start(t, testenv.Options{})
+	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log)
+	c := env.Client
+	for _, ns := range []string{"cloud-init-settings", "osm"} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	osp := &osmv1alpha1.OperatingSystemProfile{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "osm", Name: "osp-template"},
+		Spec: osmv1alpha1.OperatingSystemProfileSpec{
+			OSName: "ubuntu", OSVersion: "24.04", Version: "v1.0.0", SupportedCloudProviders: []osmv1alpha1.CloudProviderSpec{{Name: "aws"}},
+			BootstrapConfig: osmv1alpha1.OSPConfig{Files: []osmv1alpha1.File{{Path: "/opt/bin/fetch",
+				Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: "#!/bin/sh\ncurl -H 'Authorization: Bearer {{ .Token }}' {{ .ServerURL }}\n"}}}}},
+			ProvisioningConfig: osmv1alpha1.OSPConfig{Files: []osmv1alpha1.File{{Path: "/etc/kubernetes/bootstrap-kubelet.conf",
+				Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: "{{ .BootstrapKubeconfig }}"}}}}},
+		},
+	}
+	if err := c.Create(ctx, osp); err != nil {
+		t.Fatal(err)
+	}
+	pc, _ := json.Marshal(map[string]any{"cloudProvider": "aws", "operatingSystem": "ubuntu", "cloudProviderSpec": map[string]any{}})
+	md := &clusterv1alpha1.MachineDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "workers",
+			Annotations: map[string]string{clusterv1alpha1.AnnotationOSP: profile, clusterv1alpha1.AnnotationRevision: "1"}},
+		Spec: clusterv1alpha1.MachineDeploymentSpec{Template: clusterv1alpha1.MachineTemplateSpec{Spec: clusterv1alpha1.MachineSpec{
+			ProviderSpec: clusterv1alpha1.ProviderSpec{Value: &runtime.RawExtension{Raw: pc}},
+			Versions:     clusterv1alpha1.MachineVersionInfo{Kubelet: "1.33.2"},
+		}}},
+	}
+	if err := c.Create(ctx, md); err != nil {
+		t.Fatal(err)
+	}
+	stale := &staleReads{Client: c}
+	settings := render.DefaultSettings()
+	settings.Namespace = "osm"
+	r := &osc.Reconciler{
+		Mgmt: c, Worker: stale, WorkerAPIReader: c, Renderer: &render.Renderer{},
+		Issuer:   &credentials.Issuer{Client: c, Namespace: "cloud-init-settings"},
+		Settings: settings, Recorder: record.NewFakeRecorder(100), StalledRetry: time.Hour,
+		ClusterInfo: func(context.Context) (render.ClusterInfo, error) {
+			return render.ClusterInfo{ServerURL: "https://api", CACert: "ca"}, nil
+		},
+		RegistryAuth: func(context.Context) (string, error) { return "", nil },
+	}
+	return ctx, c, stale, r, md
+}
 
 // staleReads serves one read of a MachineDeployment from a snapshot taken earlier, as an informer cache that
 // has not yet seen another controller's write does; everything else goes to the real API server.
@@ -41,38 +95,7 @@ func (s *staleReads) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // another controller adds (and later a third adds) its finalizer to a MachineDeployment after OSM's cache last
 // saw it. OSM adding and removing its own finalizer must keep theirs.
 func TestFinalizerKeepsOtherControllersFinalizers(t *testing.T) {
-	env := testenv.Start(t, testenv.Options{})
-	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log)
-	c := env.Client
-	for _, ns := range []string{"cloud-init-settings", "osm"} {
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pc, _ := json.Marshal(map[string]any{"cloudProvider": "aws", "operatingSystem": "ubuntu", "cloudProviderSpec": map[string]any{}})
-	md := &clusterv1alpha1.MachineDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "workers",
-			Annotations: map[string]string{clusterv1alpha1.AnnotationOSP: "osp-missing", clusterv1alpha1.AnnotationRevision: "1"}},
-		Spec: clusterv1alpha1.MachineDeploymentSpec{Template: clusterv1alpha1.MachineTemplateSpec{Spec: clusterv1alpha1.MachineSpec{
-			ProviderSpec: clusterv1alpha1.ProviderSpec{Value: &runtime.RawExtension{Raw: pc}},
-			Versions:     clusterv1alpha1.MachineVersionInfo{Kubelet: "1.33.2"},
-		}}},
-	}
-	if err := c.Create(ctx, md); err != nil {
-		t.Fatal(err)
-	}
-	stale := &staleReads{Client: c}
-	settings := render.DefaultSettings()
-	settings.Namespace = "osm"
-	r := &osc.Reconciler{
-		Mgmt: c, Worker: stale, WorkerAPIReader: c, Renderer: &render.Renderer{},
-		Issuer:   &credentials.Issuer{Client: c, Namespace: "cloud-init-settings"},
-		Settings: settings, Recorder: record.NewFakeRecorder(100), StalledRetry: time.Hour,
-		ClusterInfo: func(context.Context) (render.ClusterInfo, error) {
-			return render.ClusterInfo{ServerURL: "https://api", CACert: "ca"}, nil
-		},
-		RegistryAuth: func(context.Context) (string, error) { return "", nil },
-	}
+	ctx, c, stale, r, md := finalizerFixture(t, "osp-missing")
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
 	// addFinalizer makes another controller add its finalizer after OSM's cache took the snapshot.
 	addFinalizer := func(name string) {
@@ -125,5 +148,59 @@ func TestFinalizerKeepsOtherControllersFinalizers(t *testing.T) {
 	final := reconcileUntil("removing ours keeps the others", func(f []string) bool { return !slices.Contains(f, osc.Finalizer) })
 	if !slices.Contains(final, "example.com/other") || !slices.Contains(final, "example.com/third") {
 		t.Errorf("finalizers after OSM removed its own: %v, want example.com/other and example.com/third", final)
+	}
+}
+
+// TestNoCredentialsWithoutFinalizer: the credentials are issued while the finalizer is added. When adding it
+// fails (here: another controller's write the cache had not seen), the credentials issued meanwhile are
+// revoked, because nothing would remove them if the MachineDeployment went away before the next attempt;
+// that attempt adds the finalizer and issues them again.
+func TestNoCredentialsWithoutFinalizer(t *testing.T) {
+	ctx, c, stale, r, md := finalizerFixture(t, "osp-template")
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
+	snapshot := &clusterv1alpha1.MachineDeployment{}
+	if err := c.Get(ctx, req.NamespacedName, snapshot); err != nil {
+		t.Fatal(err)
+	}
+	stale.snapshot = snapshot
+	fresh := snapshot.DeepCopy()
+	fresh.Labels = map[string]string{"touched": "by-another-controller"}
+	if err := c.Update(ctx, fresh); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter == 0 {
+		t.Fatalf("reconcile with a stale MachineDeployment: %+v, %v; want a quick retry", res, err)
+	}
+	credentialsLeft := func() int {
+		n := 0
+		for _, l := range []struct {
+			list client.ObjectList
+			ns   string
+		}{{&corev1.SecretList{}, "kube-system"}, {&rbacv1.RoleList{}, "cloud-init-settings"}, {&rbacv1.RoleBindingList{}, "cloud-init-settings"}} {
+			if err := c.List(ctx, l.list, client.InNamespace(l.ns), credentials.Selector(md)); err != nil {
+				t.Fatal(err)
+			}
+			n += meta.LenList(l.list)
+		}
+		return n
+	}
+	if n := credentialsLeft(); n != 0 {
+		t.Errorf("%d credential objects left after the finalizer could not be added, want none", n)
+	}
+
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got := &clusterv1alpha1.MachineDeployment{}
+	if err := c.Get(ctx, req.NamespacedName, got); err != nil || !slices.Contains(got.Finalizers, osc.Finalizer) {
+		t.Fatalf("the next attempt did not add the finalizer: %v %v", got.Finalizers, err)
+	}
+	if n := credentialsLeft(); n != 3 {
+		t.Errorf("%d credential objects after the next attempt, want 3 (bootstrap token, Role, RoleBinding)", n)
+	}
+	boot := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "cloud-init-settings", Name: render.BootstrapSecretName(md)}, boot); err != nil {
+		t.Fatalf("no bootstrap Secret after the next attempt: %v", err)
 	}
 }

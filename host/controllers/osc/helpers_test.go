@@ -76,13 +76,14 @@ func TestInputHashCoversEveryInput(t *testing.T) {
 
 func TestRefreshAfter(t *testing.T) {
 	now := time.Now()
-	st := &state{
-		provisioningToken: credentials.Token{Value: "p", Expires: now.Add(30 * time.Hour)},
-		bootstrapToken:    credentials.Token{Value: "b", Expires: now.Add(20 * time.Hour)},
-		tokenTTLs:         [2]time.Duration{30 * time.Hour, 24 * time.Hour},
-	}
-	// Bootstrap: refresh when 8h (a third of 24h) are left: in 12h. Provisioning: when 10h are left: in 20h.
+	st := &state{bootstrapToken: credentials.Token{Value: "b", Expires: now.Add(20 * time.Hour)}, tokenTTL: 24 * time.Hour}
+	// Refresh when 8h (a third of 24h) are left: in 12h.
 	if got := st.refreshAfter(now); got < 12*time.Hour || got > 12*time.Hour+2*time.Second {
 		t.Errorf("refreshAfter = %s, want about 12h", got)
+	}
+	// Past due: at once, but not in a busy loop.
+	st.bootstrapToken.Expires = now.Add(time.Hour)
+	if got := st.refreshAfter(now); got != time.Second {
+		t.Errorf("refreshAfter of a token due for extension = %s, want 1s", got)
 	}
 }

@@ -108,7 +108,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.metrics.observe(st, err, time.Since(start))
 	var fin *finalizerError
 	if errors.As(err, &fin) {
-		// Nothing was written for the MachineDeployment yet: no status, no event.
+		// Only credentials were written for the MachineDeployment: no status, no event. Without the finalizer
+		// nothing would remove them if the MachineDeployment went away now; the next attempt issues them again.
+		if rerr := r.Issuer.Revoke(ctx, md); rerr != nil {
+			log.Error(rerr, "revoking the credentials of a MachineDeployment without finalizer")
+		}
 		if apierrors.IsConflict(fin.err) {
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 		}
@@ -158,19 +162,24 @@ var _ = prometheus.Labels{}
 // while the render, which needs neither, runs. A render depends on the credentials only through the decision
 // whether anything must be written at all; when the render hash already shows that something must, rendering
 // need not wait: in a profile of 500 new MachineDeployments each reconcile spent ~150 ms rendering (on cores
-// shared with the API server) after ~3 round trips it did not depend on.
+// shared with the API server) after ~3 round trips it did not depend on. The finalizer and the credentials do
+// not wait for each other either; credentials issued while the finalizer failed are revoked (Reconcile), so a
+// MachineDeployment deleted meanwhile leaves nothing behind.
 func (r *Reconciler) prepareWrites(ctx context.Context, st *state) error {
 	// The render reads st.md while the patch would write its response into it: patch a copy, and take the
 	// finalizer and resourceVersion over once both are done.
 	var patched *clusterv1alpha1.MachineDeployment
 	err := parallel.Do(func() error {
-		if !controllerutil.ContainsFinalizer(st.md, Finalizer) {
-			md := st.md.DeepCopy()
-			if err := r.patchFinalizers(ctx, md, controllerutil.AddFinalizer); err != nil {
-				return &finalizerError{err: err}
-			}
-			patched = md
+		if controllerutil.ContainsFinalizer(st.md, Finalizer) {
+			return nil
 		}
+		md := st.md.DeepCopy()
+		if err := r.patchFinalizers(ctx, md, controllerutil.AddFinalizer); err != nil {
+			return &finalizerError{err: err}
+		}
+		patched = md
+		return nil
+	}, func() error {
 		return r.issueCredentials(ctx, st)
 	}, func() error {
 		if r.renderedCurrent(st) {

@@ -26,9 +26,12 @@ type state struct {
 	provisioning *corev1.Secret
 	kubeletBoot  *corev1.Secret
 
-	provisioningToken credentials.Token
-	bootstrapToken    credentials.Token
-	tokenTTLs         [2]time.Duration // provisioning, bootstrap
+	// bootstrapToken is the node credential: the provisioning fetch's and the kubelet's TLS bootstrap's.
+	bootstrapToken credentials.Token
+	tokenTTL       time.Duration
+	// bindReader says the reader RoleBinding must be (re)pointed at bootstrapToken's user before the bootstrap
+	// Secret hands the token out.
+	bindReader bool
 
 	// pluginSecrets are the values of the profile's spec.plugin.secrets by name, and pluginSecretsHash their
 	// digest (see AnnotationPluginSecretsHash).
@@ -47,22 +50,13 @@ type state struct {
 	bootstrapSize, provisioningSize int
 }
 
-// refreshAfter is when the credentials need attention next.
+// refreshAfter is when the bootstrap token needs extending next.
 func (st *state) refreshAfter(now time.Time) time.Duration {
-	var next time.Duration
-	for i, tok := range []credentials.Token{st.provisioningToken, st.bootstrapToken} {
-		if tok.Expires.IsZero() || st.tokenTTLs[i] == 0 {
-			continue
-		}
-		at := tok.Expires.Add(-credentials.RefreshMargin(st.tokenTTLs[i])).Sub(now) + time.Second
-		if at < time.Second {
-			at = time.Second
-		}
-		if next == 0 || at < next {
-			next = at
-		}
+	tok := st.bootstrapToken
+	if tok.Expires.IsZero() || st.tokenTTL == 0 {
+		return 0
 	}
-	return next
+	return max(tok.Expires.Add(-credentials.RefreshMargin(st.tokenTTL)).Sub(now)+time.Second, time.Second)
 }
 
 // noteWrote records a write; the writes of one reconcile run concurrently.

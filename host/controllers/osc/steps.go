@@ -136,29 +136,39 @@ func reporting(osc *osmv1alpha1.OperatingSystemConfig, reason string) bool {
 	return c != nil && c.Reason == reason
 }
 
-// issueCredentials makes sure the MachineDeployment has a valid provisioning token and bootstrap token,
-// reusing the current ones while they have enough validity left.
+// issueCredentials makes sure the MachineDeployment has a valid bootstrap token and a reader Role, and decides
+// whether the Role's binding must be written with the outputs. The bootstrap Secret records the token it hands
+// out: a token equal to it was bound before that Secret was written, so a reconcile that finds it costs no
+// RBAC call. For a new MachineDeployment the token and the Role are created at the same time; the binding,
+// which needs both, goes with the provisioning Secret (writeSecrets).
 func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
-	st.tokenTTLs = [2]time.Duration{r.Issuer.ProvisioningTokenTTL, r.Issuer.BootstrapTokenTTL}
-	if st.tokenTTLs[0] == 0 {
-		st.tokenTTLs[0] = credentials.DefaultProvisioningTokenTTL
+	st.tokenTTL = r.Issuer.BootstrapTokenTTL
+	if st.tokenTTL == 0 {
+		st.tokenTTL = credentials.DefaultBootstrapTokenTTL
 	}
-	if st.tokenTTLs[1] == 0 {
-		st.tokenTTLs[1] = credentials.DefaultBootstrapTokenTTL
-	}
-	var current credentials.Token
+	recorded := ""
 	if st.bootstrap != nil {
-		current.Value = string(st.bootstrap.Data[KeyProvisioningToken])
-		current.Expires, _ = time.Parse(time.RFC3339, st.bootstrap.Annotations[AnnotationProvisioningTokenExpiry])
+		recorded = string(st.bootstrap.Data[KeyProvisioningToken])
 	}
-	// The two credentials are independent API objects: issue them at the same time.
+	roleMade := false
 	err := parallel.Do(func() (err error) {
-		st.provisioningToken, err = r.Issuer.ProvisioningToken(ctx, st.md, current)
-		return err
-	}, func() (err error) {
 		st.bootstrapToken, err = r.Issuer.BootstrapToken(ctx, st.md)
 		return err
+	}, func() error {
+		if recorded != "" {
+			return nil
+		}
+		roleMade = true
+		return r.Issuer.EnsureReaderRole(ctx, st.md)
 	})
+	if err == nil && st.bootstrapToken.Value != recorded {
+		st.bindReader = true
+		if !roleMade {
+			// A new token for a MachineDeployment that had one (revoked, or from an OSM version that issued
+			// ServiceAccount tokens): rare, so the Role is checked in its own round trip.
+			err = r.Issuer.EnsureReaderRole(ctx, st.md)
+		}
+	}
 	if err != nil {
 		return r.credentialFailure(err)
 	}
@@ -180,7 +190,7 @@ func (r *Reconciler) upToDate(st *state) bool {
 	if !r.renderedCurrent(st) || (st.kubeletBoot == nil && needsKubeletBootstrapSecret(st.osp)) {
 		return false
 	}
-	if string(st.bootstrap.Data[KeyProvisioningToken]) != st.provisioningToken.Value || !pluginSecretsCurrent(st) {
+	if string(st.bootstrap.Data[KeyProvisioningToken]) != st.bootstrapToken.Value || !pluginSecretsCurrent(st) {
 		return false
 	}
 	return !needsKubeletBootstrapSecret(st.osp) || bytes.Equal(st.kubeletBoot.Data[KeyKubeconfig], []byte(r.kubeletKubeconfig(st)))
@@ -307,7 +317,7 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 	}
 	values := render.SecretValues{
 		BootstrapToken:    st.bootstrapToken.Value,
-		ProvisioningToken: st.provisioningToken.Value,
+		ProvisioningToken: st.bootstrapToken.Value,
 		RegistryAuth:      auth,
 		Plugin:            st.pluginSecrets,
 	}
@@ -325,20 +335,18 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 
 	ann := r.annotations(st)
 	provAnn := withPluginSecretsHash(st, ann)
-	bootAnn := copyMap(ann)
-	bootAnn[AnnotationProvisioningTokenExpiry] = st.provisioningToken.Expires.UTC().Format(time.RFC3339)
 	secrets := []struct {
 		current *corev1.Secret
 		name    string
 		data    map[string][]byte
 		ann     map[string]string
 	}{
-		// The provisioning Secret first: a machine created from a new bootstrap Secret must find its
-		// provisioning data already there.
+		// The provisioning Secret and the binding that lets the token read it first: a machine created from a
+		// new bootstrap Secret must find its provisioning data there and readable.
 		{st.provisioning, render.ProvisioningSecretName(st.md), map[string][]byte{render.CloudConfigKey: userData[abi.StageProvisioning]}, provAnn},
 		{st.kubeletBoot, render.KubeletBootstrapSecretName(st.md), map[string][]byte{KeyKubeconfig: []byte(r.kubeletKubeconfig(st))}, ann},
 		{st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
-			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.provisioningToken.Value)}, bootAnn},
+			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.bootstrapToken.Value)}, ann},
 	}
 	write := func(i int) func() error {
 		s := secrets[i]
@@ -347,6 +355,15 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 	first := []func() error{write(0)}
 	if needsKubeletBootstrapSecret(st.osp) {
 		first = append(first, write(1))
+	}
+	if st.bindReader {
+		first = append(first, func() error {
+			if err := r.Issuer.BindReader(ctx, st.md, st.bootstrapToken); err != nil {
+				return r.credentialFailure(err)
+			}
+			st.noteWrote("RoleBinding " + credentials.ProvisioningReaderName(st.md))
+			return nil
+		})
 	}
 	if err := parallel.Do(first...); err != nil {
 		return err
