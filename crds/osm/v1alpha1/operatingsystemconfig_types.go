@@ -7,9 +7,11 @@ import (
 // OperatingSystemConfig is the rendered configuration for the machines of one MachineDeployment. It holds no
 // credentials: tokens and registry auth live only in the Secrets machine-controller reads.
 //
+// It has no status subresource (neither has upstream's): OSM is its only writer and never updates its spec (a
+// new render replaces the object), so it creates spec and status in one write.
+//
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:shortName=osc,categories=osm
-// +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="OS",type=string,JSONPath=`.spec.osName`
 // +kubebuilder:printcolumn:name="OS Version",type=string,JSONPath=`.spec.osVersion`
 // +kubebuilder:printcolumn:name="Cloud",type=string,JSONPath=`.spec.cloudProvider.name`
@@ -64,7 +66,8 @@ type OSCConfig struct {
 
 // OperatingSystemConfigStatus says what rendered a configuration and what it produced.
 type OperatingSystemConfigStatus struct {
-	// ObservedGeneration is the generation the status describes.
+	// ObservedGeneration is the generation of the spec the status describes: always 1, as OSM never updates
+	// an OSC's spec. Later generations count status writes (there is no status subresource).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// Conditions are the configuration's conditions: Ready, Rendered and SecretsWritten.

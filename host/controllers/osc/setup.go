@@ -3,6 +3,7 @@ package osc
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"maps"
 	"strings"
 
@@ -165,10 +166,21 @@ func pluginDigestChanged() predicate.Predicate {
 	}}
 }
 
+// deletedOrSpecChanged passes an OSC's deletion and changes of what the reconciler reads of it: the render hash
+// and the spec the cache keeps (see stripOSCSpec in host/app). Not its generation: an OSC has no status
+// subresource, so every status write bumps it.
 func deletedOrSpecChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool { return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldOSC, ok1 := e.ObjectOld.(*osmv1alpha1.OperatingSystemConfig)
+			newOSC, ok2 := e.ObjectNew.(*osmv1alpha1.OperatingSystemConfig)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return oldOSC.Annotations[AnnotationRenderHash] != newOSC.Annotations[AnnotationRenderHash] ||
+				!equality.Semantic.DeepEqual(oldOSC.Spec, newOSC.Spec)
+		},
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
 	}
 }

@@ -22,10 +22,12 @@ import (
 // report writes the outcome of a reconcile where operators look: the OSC's status conditions and, for a
 // failure, an event on the MachineDeployment. A MachineDeployment that never rendered still gets an OSC, with
 // an empty spec and a condition saying why, so `kubectl get osc` shows every MachineDeployment OSM manages.
+// A rendered OSC is created with its status (writeConfig), so a reconcile that succeeds writes no status.
 func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) error {
 	if st.done && reconcileErr == nil && st.osc != nil && readyAndCurrent(st.osc) {
 		return nil
 	}
+	r.notify(ctx, st, reconcileErr)
 	if st.osc == nil {
 		if reconcileErr == nil {
 			return nil
@@ -37,57 +39,11 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 				return err
 			}
 		}
-		if err := r.createPlaceholder(ctx, st); err != nil {
-			return err
-		}
+		return r.createPlaceholder(ctx, st, reconcileErr)
 	}
 	osc := st.osc
 	before := osc.Status.DeepCopy()
-	status := &osc.Status
-	status.ObservedGeneration = osc.Generation
-	status.MachineDeploymentRevision = st.md.Annotations[clusterv1alpha1.AnnotationRevision]
-	if st.osp != nil {
-		status.Profile = fmt.Sprintf("%s/%s@%s", st.osp.Namespace, st.osp.Name, st.osp.Spec.Version)
-	}
-
-	if reconcileErr != nil {
-		reason := osmv1alpha1.ReasonWriteFailed
-		if s, ok := isStalling(reconcileErr); ok {
-			reason = s.reason
-		}
-		msg := oneLine(reconcileErr.Error())
-		condType := osmv1alpha1.ConditionRendered
-		if reason == osmv1alpha1.ReasonWriteFailed {
-			condType = osmv1alpha1.ConditionSecretsWritten
-		}
-		setCondition(status, osc.Generation, condType, metav1.ConditionFalse, reason, msg)
-		setCondition(status, osc.Generation, osmv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
-		r.Recorder.Event(st.md, corev1.EventTypeWarning, reason, msg)
-	} else {
-		if st.output != nil {
-			status.Plugin = st.output.Plugin
-			status.Plugins, status.Extensions = st.output.Pipeline, st.output.Extensions
-			status.BootstrapSize, status.ProvisioningSize = int64(st.bootstrapSize), int64(st.provisioningSize)
-		}
-		// When nothing was rendered (everything was current), the sizes in the status are still the ones written.
-		status.BootstrapSecret = r.Settings.CloudInitSettingsNamespace + "/" + render.BootstrapSecretName(st.md)
-		status.ProvisioningSecret = r.Settings.CloudInitSettingsNamespace + "/" + render.ProvisioningSecretName(st.md)
-		setCondition(status, osc.Generation, osmv1alpha1.ConditionRendered, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "rendered from "+status.Profile)
-		setCondition(status, osc.Generation, osmv1alpha1.ConditionSecretsWritten, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded,
-			fmt.Sprintf("bootstrap %d bytes, provisioning %d bytes", status.BootstrapSize, status.ProvisioningSize))
-		setCondition(status, osc.Generation, osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded,
-			"user-data for revision "+status.MachineDeploymentRevision+" is ready")
-		if len(st.wrote) > 0 {
-			// A log line, not an event: an event is one more API write per render, and the OSC's status
-			// already says the user-data is ready. Failures and plugin warnings are events.
-			logr.FromContextOrDiscard(ctx).Info("wrote user-data", "revision", status.MachineDeploymentRevision, "objects", st.wrote)
-		}
-		if st.output != nil {
-			for _, w := range st.output.Warnings {
-				r.Recorder.Event(st.md, corev1.EventTypeWarning, "PluginWarning", oneLine(w))
-			}
-		}
-	}
+	r.setStatus(st, &osc.Status, reconcileErr)
 	if apierrors.Semantic.DeepEqual(before, &osc.Status) {
 		return nil
 	}
@@ -96,21 +52,86 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	// rendered spec twice per reconcile (a tenth of the controller's CPU in a profile of 500 new machines).
 	from := &osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: osc.Namespace, Name: osc.Name}, Status: *before}
 	to := &osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: osc.Namespace, Name: osc.Name}, Status: osc.Status}
-	if err := r.Mgmt.Status().Patch(ctx, to, client.MergeFrom(from)); err != nil {
+	if err := r.Mgmt.Patch(ctx, to, client.MergeFrom(from)); err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "writing OperatingSystemConfig status")
 		return client.IgnoreNotFound(err)
 	}
 	return nil
 }
 
+// notify records a failure as a Warning event on the MachineDeployment, and a success in the log (not as an
+// event: an event is one more API write per render, and the OSC's status already says the user-data is
+// ready), with the plugin's warnings as events.
+func (r *Reconciler) notify(ctx context.Context, st *state, reconcileErr error) {
+	if reconcileErr != nil {
+		reason, msg := failure(reconcileErr)
+		r.Recorder.Event(st.md, corev1.EventTypeWarning, reason, msg)
+		return
+	}
+	if len(st.wrote) > 0 {
+		logr.FromContextOrDiscard(ctx).Info("wrote user-data", "revision", st.md.Annotations[clusterv1alpha1.AnnotationRevision], "objects", st.wrote)
+	}
+	if st.output != nil {
+		for _, w := range st.output.Warnings {
+			r.Recorder.Event(st.md, corev1.EventTypeWarning, "PluginWarning", oneLine(w))
+		}
+	}
+}
+
+// failure is the reason and the one-line message a reconcile error is reported with.
+func failure(err error) (reason, msg string) {
+	reason = osmv1alpha1.ReasonWriteFailed
+	if s, ok := isStalling(err); ok {
+		reason = s.reason
+	}
+	return reason, oneLine(err.Error())
+}
+
+// specGeneration is the generation of every OSC's spec: OSM never updates a spec (a new render replaces the
+// OSC), and an OSC has no status subresource, so later generations are status writes, which the status does
+// not describe.
+const specGeneration = 1
+
+// setStatus puts the outcome of the reconcile of st into status.
+func (r *Reconciler) setStatus(st *state, status *osmv1alpha1.OperatingSystemConfigStatus, reconcileErr error) {
+	status.ObservedGeneration = specGeneration
+	status.MachineDeploymentRevision = st.md.Annotations[clusterv1alpha1.AnnotationRevision]
+	if st.osp != nil {
+		status.Profile = fmt.Sprintf("%s/%s@%s", st.osp.Namespace, st.osp.Name, st.osp.Spec.Version)
+	}
+	if reconcileErr != nil {
+		reason, msg := failure(reconcileErr)
+		condType := osmv1alpha1.ConditionRendered
+		if reason == osmv1alpha1.ReasonWriteFailed {
+			condType = osmv1alpha1.ConditionSecretsWritten
+		}
+		setCondition(status, condType, metav1.ConditionFalse, reason, msg)
+		setCondition(status, osmv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		return
+	}
+	if st.output != nil {
+		status.Plugin = st.output.Plugin
+		status.Plugins, status.Extensions = st.output.Pipeline, st.output.Extensions
+		status.BootstrapSize, status.ProvisioningSize = int64(st.bootstrapSize), int64(st.provisioningSize)
+	}
+	// When nothing was rendered (everything was current), the sizes in the status are still the ones written.
+	status.BootstrapSecret = r.Settings.CloudInitSettingsNamespace + "/" + render.BootstrapSecretName(st.md)
+	status.ProvisioningSecret = r.Settings.CloudInitSettingsNamespace + "/" + render.ProvisioningSecretName(st.md)
+	setCondition(status, osmv1alpha1.ConditionRendered, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "rendered from "+status.Profile)
+	setCondition(status, osmv1alpha1.ConditionSecretsWritten, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded,
+		fmt.Sprintf("bootstrap %d bytes, provisioning %d bytes", status.BootstrapSize, status.ProvisioningSize))
+	setCondition(status, osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded,
+		"user-data for revision "+status.MachineDeploymentRevision+" is ready")
+}
+
 func readyAndCurrent(osc *osmv1alpha1.OperatingSystemConfig) bool {
 	c := meta.FindStatusCondition(osc.Status.Conditions, osmv1alpha1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == osc.Generation
+	return c != nil && c.Status == metav1.ConditionTrue
 }
 
 // createPlaceholder creates an OSC with an empty spec to carry the status of a MachineDeployment that has not
 // rendered yet.
-func (r *Reconciler) createPlaceholder(ctx context.Context, st *state) error {
+func (r *Reconciler) createPlaceholder(ctx context.Context, st *state, reconcileErr error) error {
 	spec := osmv1alpha1.OperatingSystemConfigSpec{OSName: "unknown"}
 	if pc, err := st.md.ProviderConfig(); err == nil {
 		spec.OSName = osmv1alpha1.OperatingSystem(pc.OperatingSystem)
@@ -120,6 +141,7 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, st *state) error {
 		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)},
 		Spec:       spec,
 	}
+	r.setStatus(st, &osc.Status, reconcileErr)
 	credentials.Mark(st.md, osc)
 	if err := r.Mgmt.Create(ctx, osc); err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s to report status: %w", osc.Name, err)
@@ -128,8 +150,8 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, st *state) error {
 	return nil
 }
 
-func setCondition(status *osmv1alpha1.OperatingSystemConfigStatus, gen int64, t string, s metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+func setCondition(status *osmv1alpha1.OperatingSystemConfigStatus, t string, s metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: specGeneration})
 }
 
 // oneLine keeps messages fit for a condition or an event.

@@ -285,7 +285,11 @@ func (r *Reconciler) annotations(st *state) map[string]string {
 	}
 }
 
-// writeConfig writes the OSC. Its spec is immutable (as upstream's): a new render replaces the object.
+// writeConfig writes the OSC, with the status of a successful reconcile: the OSC has no status subresource,
+// so spec and status are one create instead of a create and a status write of the whole object (measured:
+// a status patch of a rendered OSC costs the API server more than its create). It runs with the last Secret
+// write; if that fails, report corrects the status. Its spec is immutable (as upstream's): a new render
+// replaces the object.
 func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 	if st.osc != nil && st.osc.Annotations[AnnotationRenderHash] == st.hash && st.osc.Spec.OSName != "" {
 		return nil
@@ -299,6 +303,7 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md), Annotations: r.annotations(st)},
 		Spec:       st.output.Spec,
 	}
+	r.setStatus(st, &osc.Status, nil)
 	credentials.Mark(st.md, osc)
 	if err := r.Mgmt.Create(ctx, osc); err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s: %w", osc.Name, err)
@@ -308,12 +313,11 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 	return nil
 }
 
-// writeSecrets writes the bootstrap and provisioning user-data and the kubelet bootstrap kubeconfig, each only
-// if it differs from what is there.
-func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
+// userData encodes the bootstrap and provisioning user-data with the credentials substituted.
+func (r *Reconciler) userData(ctx context.Context, st *state) (map[abi.Stage][]byte, error) {
 	auth, err := r.RegistryAuth(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	values := render.SecretValues{
 		BootstrapToken:    st.bootstrapToken.Value,
@@ -327,34 +331,34 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 	for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
 		data, err := st.output.UserData(ctx, stage, values)
 		if err != nil {
-			return r.renderFailure(ctx, err)
+			return nil, r.renderFailure(ctx, err)
 		}
 		userData[stage] = data
 	}
 	st.bootstrapSize, st.provisioningSize = len(userData[abi.StageBootstrap]), len(userData[abi.StageProvisioning])
+	return userData, nil
+}
 
+// writeOutputs writes the user-data Secrets, each only if it differs from what is there, the reader
+// RoleBinding when the token changed, and the OSC, in two rounds: the provisioning Secret and the binding
+// that lets the token read it first (a machine created from a new bootstrap Secret must find its
+// provisioning data there and readable), then the bootstrap Secret and the OSC. A failure fails the
+// reconcile, which the next one repeats (each write is skipped when already current).
+func (r *Reconciler) writeOutputs(ctx context.Context, st *state) error {
+	userData, err := r.userData(ctx, st)
+	if err != nil {
+		return err
+	}
 	ann := r.annotations(st)
-	provAnn := withPluginSecretsHash(st, ann)
-	secrets := []struct {
-		current *corev1.Secret
-		name    string
-		data    map[string][]byte
-		ann     map[string]string
-	}{
-		// The provisioning Secret and the binding that lets the token read it first: a machine created from a
-		// new bootstrap Secret must find its provisioning data there and readable.
-		{st.provisioning, render.ProvisioningSecretName(st.md), map[string][]byte{render.CloudConfigKey: userData[abi.StageProvisioning]}, provAnn},
-		{st.kubeletBoot, render.KubeletBootstrapSecretName(st.md), map[string][]byte{KeyKubeconfig: []byte(r.kubeletKubeconfig(st))}, ann},
-		{st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
-			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.bootstrapToken.Value)}, ann},
-	}
-	write := func(i int) func() error {
-		s := secrets[i]
-		return func() error { return r.writeSecret(ctx, st, s.current, s.name, s.data, s.ann) }
-	}
-	first := []func() error{write(0)}
+	first := []func() error{func() error {
+		return r.writeSecret(ctx, st, st.provisioning, render.ProvisioningSecretName(st.md),
+			map[string][]byte{render.CloudConfigKey: userData[abi.StageProvisioning]}, withPluginSecretsHash(st, ann))
+	}}
 	if needsKubeletBootstrapSecret(st.osp) {
-		first = append(first, write(1))
+		first = append(first, func() error {
+			return r.writeSecret(ctx, st, st.kubeletBoot, render.KubeletBootstrapSecretName(st.md),
+				map[string][]byte{KeyKubeconfig: []byte(r.kubeletKubeconfig(st))}, ann)
+		})
 	}
 	if st.bindReader {
 		first = append(first, func() error {
@@ -368,13 +372,12 @@ func (r *Reconciler) writeSecrets(ctx context.Context, st *state) error {
 	if err := parallel.Do(first...); err != nil {
 		return err
 	}
-	return write(2)()
-}
-
-// writeOutputs writes the OSC and the Secrets at the same time: they do not depend on each other, and a failure
-// of either fails the reconcile, which the next one repeats (each write is skipped when already current).
-func (r *Reconciler) writeOutputs(ctx context.Context, st *state) error {
-	return parallel.Do(func() error { return r.writeConfig(ctx, st) }, func() error { return r.writeSecrets(ctx, st) })
+	return parallel.Do(func() error {
+		return r.writeSecret(ctx, st, st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
+			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.bootstrapToken.Value)}, ann)
+	}, func() error {
+		return r.writeConfig(ctx, st)
+	})
 }
 
 func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1.Secret, name string, data map[string][]byte, ann map[string]string) error {
