@@ -7,6 +7,7 @@ require (
 	github.com/extism/go-sdk v1.7.1
 	github.com/google/go-cmp v0.7.0
 	github.com/tetratelabs/wazero v1.12.0
+	golang.org/x/sys v0.44.0
 )
 
 require (
@@ -15,7 +16,5 @@ require (
 	github.com/ianlancetaylor/demangle v0.0.0-20240805132620-81f5be970eca // indirect
 	github.com/tetratelabs/wabin v0.0.0-20230304001439-f6f874872834 // indirect
 	go.opentelemetry.io/proto/otlp v1.3.1 // indirect
-	golang.org/x/sys v0.44.0 // indirect
-	golang.org/x/xerrors v0.0.0-20191204190536-9bdfabe68543 // indirect
 	google.golang.org/protobuf v1.34.2 // indirect
 )

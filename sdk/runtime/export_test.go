@@ -5,3 +5,11 @@ func MemoryReserved(r *Runtime) (now, peak uint64) { return r.memory.stats() }
 
 // CallMemory is what one call reserves from the budget.
 func CallMemory(r *Runtime) uint64 { return r.cfg.callMemory() }
+
+// ImageSize is the size of the memory image m's instances map, 0 when they start from data segments.
+func ImageSize(m *Module) uint64 {
+	if m.image == nil {
+		return 0
+	}
+	return m.image.size
+}

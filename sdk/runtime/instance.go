@@ -26,7 +26,7 @@ type instance struct {
 // the instance even on failure, for the output it captured.
 func (m *Module) newInstance(ctx context.Context) (*instance, error) {
 	cfg := &m.rt.cfg
-	inst := &instance{memory: &memoryMeter{kernelMax: cfg.ioMemory()}, stdout: newCapture(cfg.MaxOutputBytes), stderr: newCapture(cfg.MaxOutputBytes)}
+	inst := &instance{memory: &memoryMeter{kernelMax: cfg.ioMemory(), image: m.image}, stdout: newCapture(cfg.MaxOutputBytes), stderr: newCapture(cfg.MaxOutputBytes)}
 	// A fresh ModuleConfig keeps wazero's sandbox defaults: no arguments, no environment, no preopened
 	// directories; the clocks and the random source are deterministic (guestEnv). Extism sets none of them
 	// (except stdout/stderr when EXTISM_ENABLE_WASI_OUTPUT is set in the controller's environment).

@@ -13,6 +13,9 @@ import (
 // reserve), so growing never copies.
 type memoryMeter struct {
 	kernelMax uint64
+	// image, when set, is the plugin's initial memory (see memoryImage): the plugin's memory starts as a
+	// copy-on-write mapping of it.
+	image *memoryImage
 
 	mu       sync.Mutex
 	memories []*linearMemory
@@ -28,7 +31,17 @@ func (mm *memoryMeter) Allocate(capacity, maxBytes uint64) experimental.LinearMe
 		m.max, m.capped = mm.kernelMax, true
 		m.max = max(m.max, capacity)
 	}
-	if buf, free := reserve(m.max); buf != nil {
+	if img := mm.image; !kernel && img != nil && capacity == img.size {
+		if buf, free := img.mapInto(m.max); buf != nil {
+			m.reserved, m.free = buf, free
+		} else {
+			// The image cannot be mapped: copy it, as wazero would have copied the segments.
+			m.heap = make([]byte, capacity, min(capacity, m.max))
+			if img.copyTo(m.heap) != nil {
+				m.heap = nil // wazero's bounds check fails the instantiation
+			}
+		}
+	} else if buf, free := reserve(m.max); buf != nil {
 		m.reserved, m.free = buf, free
 	} else {
 		m.heap = make([]byte, 0, min(capacity, m.max))

@@ -26,7 +26,8 @@ type Module struct {
 	compiled *extism.CompiledPlugin
 	meta     abi.Metadata
 	exports  map[string]bool
-	start    guestEnv // where instances' clocks and random source start
+	start    guestEnv     // where instances' clocks and random source start
+	image    *memoryImage // the initial memory of a snapshotted module's instances, if not in its data segments
 
 	mu       sync.RWMutex
 	closed   bool
@@ -265,6 +266,9 @@ func (m *Module) Close(ctx context.Context) error {
 	m.closed = true
 	m.mu.Unlock()
 	m.inflight.Wait()
+	if m.image != nil {
+		m.image.close()
+	}
 	return m.compiled.Close(ctx)
 }
 

@@ -197,12 +197,18 @@ func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte) (*
 		return nil, err
 	}
 	start := r.prepare(ctx, digest, wasm, info)
+	if start.snapshot == "" {
+		start = withImage(start)
+	}
 	compiled, err := r.compile(ctx, name, digest, start)
 	if err != nil {
+		if start.image != nil {
+			start.image.close()
+		}
 		return nil, err
 	}
 	m := newModule(r, name, digest, compiled, info)
-	m.start = start.env
+	m.start, m.image = start.env, start.image
 	if err := m.init(ctx); err != nil {
 		_ = m.Close(context.Background())
 		return nil, err

@@ -23,6 +23,23 @@ type startState struct {
 	env guestEnv
 	// snapshot is empty when instances start from a snapshot, and otherwise says why they do not.
 	snapshot string
+	// image is the snapshot's memory when wasm holds it not in data segments (withImage).
+	image *memoryImage
+}
+
+// withImage moves a snapshot's memory out of the rebuilt module's data segments into a memory image that
+// instances map copy-on-write. Where that is impossible (not Linux, no memfd), the module keeps its segments.
+func withImage(start startState) startState {
+	code, size, segs, err := wasmsnap.Split(start.wasm)
+	if err != nil {
+		return start
+	}
+	img, err := newMemoryImage(size, segs)
+	if err != nil {
+		return start
+	}
+	start.wasm, start.image = code, img
+	return start
 }
 
 // prepare snapshots the module after its initialisation and osm_warmup (SPEC.md §6) and returns the module

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -49,6 +50,10 @@ func TestInstancesStartFromASnapshot(t *testing.T) {
 		cfg.Hooks = events.hooks()
 		cfg.CacheDir = t.TempDir()
 		m := load(t, newRuntime(t, cfg), "healthy")
+		// On Linux a snapshot's memory is an image instances map copy-on-write, not data segments.
+		if snapshotted := !cfg.NoSnapshot; (runtime.ImageSize(m) > 0) != (snapshotted && goruntime.GOOS == "linux") {
+			t.Errorf("NoSnapshot=%v: memory image of %d bytes", cfg.NoSnapshot, runtime.ImageSize(m))
+		}
 		resp, err := m.Render(context.Background(), benchRequest())
 		if err != nil {
 			t.Fatal(err)
