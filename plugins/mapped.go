@@ -15,6 +15,13 @@ type BuiltinFS struct {
 	fs.FS
 }
 
+// ReadFile, ReadDir and Stat keep the shortcuts of the embedded directory (io/fs would otherwise open files).
+func (b BuiltinFS) ReadFile(name string) ([]byte, error) { return fs.ReadFile(b.FS, name) }
+
+func (b BuiltinFS) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(b.FS, name) }
+
+func (b BuiltinFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(b.FS, name) }
+
 // Mapped returns the bytes of the file name in place, which must never be written, and release, which lets
 // the kernel drop their resident pages (the bytes stay valid). ok is false if the file is not embedded or
 // this toolchain lays embedded files out differently; callers then read the file as usual.
