@@ -24,13 +24,14 @@ var dist embed.FS
 //go:embed all:osps
 var osps embed.FS
 
-// Builtin returns the built-in plugin modules as <name>.wasm files.
+// Builtin returns the built-in plugin modules as <name>.wasm files. The result also has the method Mapped
+// (see BuiltinFS), which the plugin manager uses to load a module without copying it.
 func Builtin() fs.FS {
 	sub, err := fs.Sub(dist, "dist")
 	if err != nil {
 		panic(err)
 	}
-	return sub
+	return BuiltinFS{FS: sub}
 }
 
 // Names lists the built-in plugins in fsys (Builtin() or a directory with the same layout).

@@ -262,8 +262,23 @@ func (m *Manager) builtinBytes(name string) ([]byte, error) {
 	return wasm, nil
 }
 
-// loadBuiltin compiles (or takes from the disk cache) the embedded plugin name into rt.
+// MappedFS is implemented by built-ins held in memory already (plugins.BuiltinFS: the executable's read-only
+// data). Mapped returns a file's bytes in place, never to be written, and release, which lets their resident
+// pages go while the bytes stay valid; ok is false when the file cannot be had that way.
+type MappedFS interface {
+	Mapped(name string) (data []byte, release func(), ok bool)
+}
+
+// loadBuiltin compiles (or takes from the disk cache) the embedded plugin name into rt. Built-ins in mapped
+// memory are loaded in place, and their pages dropped as soon as the runtime has read them: a copy would put
+// the module's 4.5 MB on the heap, and either way its bytes would be resident while its machine code is made,
+// the peak of a controller's memory when it renders its first MachineDeployment.
 func (m *Manager) loadBuiltin(ctx context.Context, rt *runtime.Runtime, name string) (*runtime.Module, error) {
+	if mapped, ok := m.builtins.(MappedFS); ok && fs.ValidPath(name) && !strings.Contains(name, "/") {
+		if wasm, release, ok := mapped.Mapped(name + ".wasm"); ok {
+			return rt.LoadReleasing(ctx, name, wasm, release)
+		}
+	}
 	wasm, err := m.builtinBytes(name)
 	if err != nil {
 		return nil, err

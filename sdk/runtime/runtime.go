@@ -87,14 +87,29 @@ func Digest(wasm []byte) string {
 // or osm_render, speak another ABI major version or declare invalid metadata. Those failures are remembered per digest, so a broken plugin referenced by many
 // MachineDeployments is compiled only once; Unload forgets them.
 func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, error) {
+	return r.LoadReleasing(ctx, name, wasm, nil)
+}
+
+// LoadReleasing is Load for bytes whose memory the caller can let go without invalidating them, such as the
+// read-only pages of a file mapping (the kernel reads them again if they are touched): release, if not nil, is
+// called exactly once, as soon as the runtime reads wasm no more. That is after checking it and taking its
+// snapshot (or finding the snapshot in the cache), before it is compiled, so the module's bytes and its
+// machine code are not resident at the same time; compiling is the moment a load's memory peaks.
+// release may run after LoadReleasing returned (when ctx ended first).
+func (r *Runtime) LoadReleasing(ctx context.Context, name string, wasm []byte, release func()) (*Module, error) {
+	if release == nil {
+		release = func() {}
+	}
 	digest := Digest(wasm)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		release()
 		return nil, &Error{Plugin: name, Digest: digest, Reason: ReasonClosed, Detail: "runtime is closed"}
 	}
 	if e, ok := r.modules[digest]; ok {
 		r.mu.Unlock()
+		release()
 		select {
 		case <-e.done:
 		case <-ctx.Done():
@@ -113,7 +128,7 @@ func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, 
 	// its own: a caller whose context ends (a controller shutting down) returns at once, and the module it
 	// asked for is still compiled and cached for whoever asks next.
 	go func() {
-		e.mod, e.err = r.load(context.WithoutCancel(ctx), name, digest, wasm)
+		e.mod, e.err = r.load(context.WithoutCancel(ctx), name, digest, wasm, release)
 		if e.err != nil && transient(e.err) {
 			r.mu.Lock()
 			delete(r.modules, digest)
@@ -191,16 +206,22 @@ func (r *Runtime) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte) (*Module, error) {
+// load checks, snapshots and compiles wasm, and calls release once it no longer reads wasm.
+func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte, release func()) (*Module, error) {
 	info, err := r.check(name, digest, wasm)
 	if err != nil {
+		release()
 		return nil, err
 	}
 	start := r.prepare(ctx, digest, wasm, info)
-	if start.snapshot == "" {
+	if !start.original {
+		release() // instances start from the snapshot: the original's bytes are not compiled
 		start = withImage(start)
 	}
 	compiled, err := r.compile(ctx, name, digest, start)
+	if start.original {
+		release()
+	}
 	if err != nil {
 		if start.image != nil {
 			start.image.close()

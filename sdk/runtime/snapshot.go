@@ -23,6 +23,8 @@ type startState struct {
 	env guestEnv
 	// snapshot is empty when instances start from a snapshot, and otherwise says why they do not.
 	snapshot string
+	// original says wasm is the module as loaded, not a snapshot of it.
+	original bool
 	// image is the snapshot's memory when wasm holds it not in data segments (withImage).
 	image *memoryImage
 }
@@ -53,13 +55,13 @@ func withImage(start startState) startState {
 // fails here is loaded as it is, and its calls report the failure as they always did.
 func (r *Runtime) prepare(ctx context.Context, digest string, wasm []byte, info *wasmcheck.Module) startState {
 	if r.cfg.NoSnapshot {
-		return startState{wasm: wasm, snapshot: "not snapshotted: Config.NoSnapshot"}
+		return startState{wasm: wasm, original: true, snapshot: "not snapshotted: Config.NoSnapshot"}
 	}
 	if info.Unsnapshottable != "" {
-		return startState{wasm: wasm, snapshot: "not snapshotted: " + info.Unsnapshottable}
+		return startState{wasm: wasm, original: true, snapshot: "not snapshotted: " + info.Unsnapshottable}
 	}
 	if !info.ExportsFunc(wasmsnap.Initialize) {
-		return startState{wasm: wasm, snapshot: "not snapshotted: it does not export " + wasmsnap.Initialize}
+		return startState{wasm: wasm, original: true, snapshot: "not snapshotted: it does not export " + wasmsnap.Initialize}
 	}
 	if built, env, ok := r.cachedSnapshot(digest); ok {
 		return startState{wasm: built, env: env}
@@ -69,7 +71,7 @@ func (r *Runtime) prepare(ctx context.Context, digest string, wasm []byte, info 
 		err = fmt.Errorf("its initialised memory would make it %d bytes larger, more than %d", len(built)-len(wasm), MaxSnapshotGrowth)
 	}
 	if err != nil {
-		return startState{wasm: wasm, snapshot: "not snapshotted: " + err.Error()}
+		return startState{wasm: wasm, original: true, snapshot: "not snapshotted: " + err.Error()}
 	}
 	r.cacheSnapshot(digest, built, env)
 	return startState{wasm: built, env: env}
