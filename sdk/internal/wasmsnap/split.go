@@ -23,7 +23,13 @@ func Split(built []byte) (code []byte, memorySize uint64, segs []Segment, err er
 	if err != nil {
 		return nil, 0, nil, err
 	}
-	code = make([]byte, 0, len(built))
+	size := len(built)
+	for _, s := range secs {
+		if s.id == secData {
+			size -= len(s.body) // the section's header stays over-counted: a few bytes
+		}
+	}
+	code = make([]byte, 0, size)
 	code = append(code, built[:8]...)
 	haveMemory := false
 	for _, s := range secs {
