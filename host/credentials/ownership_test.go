@@ -2,6 +2,7 @@ package credentials
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -76,5 +77,38 @@ func TestCredentialsAreNeverTakenFromOthers(t *testing.T) {
 	left := &corev1.SecretList{}
 	if err := c.List(ctx, left); err != nil || len(left.Items) != 1 {
 		t.Errorf("after revoking c/a-b: %d token Secrets left, want b-c/a's (%v)", len(left.Items), err)
+	}
+}
+
+// TestBindReaderRepointsItsOwnBinding: md's reader RoleBinding that names another subject (the ServiceAccount an
+// earlier OSM version issued tokens for, or a bootstrap token since replaced) is pointed at the current
+// token's user, which takes the old credential's access away; a binding that already names it is left as is.
+func TestBindReaderRepointsItsOwnBinding(t *testing.T) {
+	ctx := context.Background()
+	md := &clusterv1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "workers", UID: apitypes.UID("uid-1")}}
+	old := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "cloud-init-settings", Name: ProvisioningReaderName(md),
+		Labels: Labels(md), Annotations: Annotations(md)},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ProvisioningReaderName(md)},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "cloud-init-settings", Name: ProvisioningReaderName(md)}}}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(old).Build()
+	iss := &Issuer{Client: c, Namespace: "cloud-init-settings"}
+	tok := Token{Value: "abcdef.0123456789abcdef"}
+	if err := iss.BindReader(ctx, md, tok); err != nil {
+		t.Fatal(err)
+	}
+	got := &rbacv1.RoleBinding{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(old), got); err != nil {
+		t.Fatal(err)
+	}
+	want := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:bootstrap:abcdef"}}
+	if !reflect.DeepEqual(got.Subjects, want) {
+		t.Errorf("subjects %v, want %v", got.Subjects, want)
+	}
+	rv := got.ResourceVersion
+	if err := iss.BindReader(ctx, md, tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(old), got); err != nil || got.ResourceVersion != rv {
+		t.Errorf("a binding already naming the token's user was written again (%s → %s, %v)", rv, got.ResourceVersion, err)
 	}
 }
