@@ -1,8 +1,6 @@
 package cloudinit
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"fmt"
 
@@ -43,12 +41,8 @@ func writeFile(f abi.File) (WriteFile, error) {
 		wf.Encoding = "b64"
 		wf.Content = base64.StdEncoding.EncodeToString([]byte(data))
 	case nodeconfig.TransportGzip:
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		_, _ = zw.Write([]byte(data))
-		_ = zw.Close()
 		wf.Encoding = "gz+b64"
-		wf.Content = base64.StdEncoding.EncodeToString(buf.Bytes())
+		wf.Content = base64.StdEncoding.EncodeToString(nodeconfig.Gzip([]byte(data)))
 	}
 	return wf, nil
 }

@@ -1,8 +1,6 @@
 package ignition
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/base64"
 	"fmt"
 	"net/url"
@@ -55,11 +53,7 @@ func resource(data []byte) types.Resource {
 	if len(data) < gzipThreshold {
 		return types.Resource{Source: ptr.To(plain)}
 	}
-	var buf bytes.Buffer
-	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	_, _ = zw.Write(data)
-	_ = zw.Close()
-	compressed := "data:;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+	compressed := "data:;base64," + base64.StdEncoding.EncodeToString(nodeconfig.Gzip(data))
 	if len(compressed) >= len(plain) {
 		return types.Resource{Source: ptr.To(plain)}
 	}
