@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -202,5 +203,51 @@ func TestNoCredentialsWithoutFinalizer(t *testing.T) {
 	boot := &corev1.Secret{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "cloud-init-settings", Name: render.BootstrapSecretName(md)}, boot); err != nil {
 		t.Fatalf("no bootstrap Secret after the next attempt: %v", err)
+	}
+}
+
+// unseenOSCs is a cache that has not yet seen any OperatingSystemConfig.
+type unseenOSCs struct{ client.Client }
+
+func (u unseenOSCs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*osmv1alpha1.OperatingSystemConfig); ok {
+		return apierrors.NewNotFound(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), key.Name)
+	}
+	return u.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestPlaceholderTheCacheHasNotSeenIsReplaced: a reconcile that failed left a placeholder OSC, which the next
+// reconcile's cache does not show yet. Its create meets the placeholder (409); it reads it past the cache,
+// finds it is the MachineDeployment's and replaces it, in the same reconcile, reporting nothing.
+func TestPlaceholderTheCacheHasNotSeenIsReplaced(t *testing.T) {
+	ctx, c, _, r, md := finalizerFixture(t, "osp-template")
+	placeholder := &osmv1alpha1.OperatingSystemConfig{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "osm", Name: render.OSCName(md)},
+		Spec:       osmv1alpha1.OperatingSystemConfigSpec{OSName: "ubuntu", CloudProvider: osmv1alpha1.CloudProviderSpec{Name: "aws"}},
+	}
+	credentials.Mark(md, placeholder)
+	if err := c.Create(ctx, placeholder); err != nil {
+		t.Fatal(err)
+	}
+	r.Mgmt, r.MgmtAPIReader = unseenOSCs{c}, c
+	recorder := record.NewFakeRecorder(10)
+	r.Recorder = recorder
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}); err != nil {
+		t.Fatal(err)
+	}
+	got := &osmv1alpha1.OperatingSystemConfig{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(placeholder), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.UID == placeholder.UID || got.Annotations[osc.AnnotationRenderHash] == "" || len(got.Spec.ProvisioningConfig.Files) == 0 {
+		t.Errorf("the placeholder was not replaced by the rendered OSC (uid %s → %s, annotations %v)", placeholder.UID, got.UID, got.Annotations)
+	}
+	if ready := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady); ready == nil || ready.Status != metav1.ConditionTrue {
+		t.Errorf("Ready condition %+v", ready)
+	}
+	select {
+	case e := <-recorder.Events:
+		t.Errorf("event %q for a replaced placeholder", e)
+	default:
 	}
 }

@@ -7,7 +7,8 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,6 +28,10 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	if st.done && reconcileErr == nil && st.osc != nil && readyAndCurrent(st.osc) {
 		return nil
 	}
+	if apierrors.IsAlreadyExists(reconcileErr) || apierrors.IsConflict(reconcileErr) {
+		// The cache was behind our own writes: Reconcile retries at once, and nothing is wrong to report.
+		return nil
+	}
 	r.notify(ctx, st, reconcileErr)
 	if st.osc == nil {
 		if reconcileErr == nil {
@@ -44,7 +49,7 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	osc := st.osc
 	before := osc.Status.DeepCopy()
 	r.setStatus(st, &osc.Status, reconcileErr)
-	if apierrors.Semantic.DeepEqual(before, &osc.Status) {
+	if equality.Semantic.DeepEqual(before, &osc.Status) {
 		return nil
 	}
 	// A merge patch carries no resourceVersion, so a status write never conflicts with the cache being a step

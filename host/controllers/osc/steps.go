@@ -305,12 +305,34 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 	}
 	r.setStatus(st, &osc.Status, nil)
 	credentials.Mark(st.md, osc)
-	if err := r.Mgmt.Create(ctx, osc); err != nil {
+	err := r.Mgmt.Create(ctx, osc)
+	if apierrors.IsAlreadyExists(err) && st.osc == nil && r.MgmtAPIReader != nil {
+		// The cache has not seen an OSC written moments ago (the placeholder of a reconcile that failed):
+		// replace it, if it is this MachineDeployment's.
+		err = r.replaceUnseen(ctx, st, osc)
+	}
+	if err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s: %w", osc.Name, err)
 	}
 	st.osc = osc
 	st.noteWrote("OperatingSystemConfig " + osc.Name)
 	return nil
+}
+
+// replaceUnseen replaces the OSC the cache has not seen yet with osc, reading it past the cache.
+func (r *Reconciler) replaceUnseen(ctx context.Context, st *state, osc *osmv1alpha1.OperatingSystemConfig) error {
+	existing := &osmv1alpha1.OperatingSystemConfig{}
+	if err := r.MgmtAPIReader.Get(ctx, client.ObjectKeyFromObject(osc), existing); err != nil {
+		return err
+	}
+	if !credentials.Owns(st.md, existing) {
+		return stall(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
+			Name: existing.Namespace + "/" + existing.Name, Owner: credentials.Owner(existing)})
+	}
+	if err := r.Mgmt.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return r.Mgmt.Create(ctx, osc)
 }
 
 // userData encodes the bootstrap and provisioning user-data with the credentials substituted.
