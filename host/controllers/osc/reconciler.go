@@ -37,9 +37,8 @@ const (
 	AnnotationMDAnnotationsHash = "k8c.io/mdannotations-hash"
 	// AnnotationRenderHash is OSM's hash of every render input (see inputHash).
 	AnnotationRenderHash = "osm.k8c.io/render-hash"
-	// AnnotationProvisioningTokenExpiry on the bootstrap Secret says when its provisioning token expires.
-	AnnotationProvisioningTokenExpiry = "osm.k8c.io/provisioning-token-expiry"
-	// KeyProvisioningToken in the bootstrap Secret keeps the provisioning token for reuse across renders.
+	// KeyProvisioningToken in the bootstrap Secret records the token the user-data hands out (the bootstrap
+	// token): a reconcile finding it current knows the token's reader binding was written (issueCredentials).
 	KeyProvisioningToken = "provisioning-token"
 	// KeyKubeconfig is the key of the kubelet bootstrap kubeconfig Secret.
 	KeyKubeconfig = "kubeconfig"
