@@ -3,6 +3,7 @@ package credentials
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -75,14 +76,10 @@ func (i *Issuer) EnsureReaderRole(ctx context.Context, md *clusterv1alpha1.Machi
 		Verbs:         []string{"get"},
 		ResourceNames: []string{render.ProvisioningSecretName(md), render.KubeletBootstrapSecretName(md)},
 	}}}
-	err := i.Client.Create(ctx, role)
-	if apierrors.IsAlreadyExists(err) {
-		err = i.checkExisting(ctx, md, role)
-	}
-	if err != nil {
-		return fmt.Errorf("creating Role %s/%s: %w", role.Namespace, role.Name, err)
-	}
-	return nil
+	return i.create(ctx, role, func() error {
+		_, err := i.owned(ctx, md, role)
+		return err
+	})
 }
 
 // BindReader binds md's reader Role to the user of tok, md's bootstrap token: one credential serves the node's
@@ -96,25 +93,16 @@ func (i *Issuer) BindReader(ctx context.Context, md *clusterv1alpha1.MachineDepl
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: ProvisioningReaderName(md)},
 		Subjects: subjects,
 	}
-	err := i.Client.Create(ctx, rb)
-	if apierrors.IsAlreadyExists(err) {
-		err = i.rebind(ctx, md, rb)
-	}
-	if err != nil {
-		return fmt.Errorf("creating RoleBinding %s/%s: %w", rb.Namespace, rb.Name, err)
-	}
-	return nil
+	return i.create(ctx, rb, func() error { return i.rebind(ctx, md, rb) })
 }
 
 // rebind points md's existing RoleBinding at want's subjects.
 func (i *Issuer) rebind(ctx context.Context, md *clusterv1alpha1.MachineDeployment, want *rbacv1.RoleBinding) error {
-	have := &rbacv1.RoleBinding{}
-	if err := i.reader().Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+	obj, err := i.owned(ctx, md, want)
+	if err != nil {
 		return err
 	}
-	if !Marked(md, have) {
-		return &ConflictError{Kind: "RoleBinding", Name: have.Namespace + "/" + have.Name, Owner: Owner(have)}
-	}
+	have := obj.(*rbacv1.RoleBinding)
 	if len(have.Subjects) == 1 && have.Subjects[0] == want.Subjects[0] {
 		return nil
 	}
@@ -122,21 +110,33 @@ func (i *Issuer) rebind(ctx context.Context, md *clusterv1alpha1.MachineDeployme
 	return i.Client.Update(ctx, have)
 }
 
+// create creates obj; when it exists already, existing decides whether it is used (and brings it in line).
+func (i *Issuer) create(ctx context.Context, obj client.Object, existing func() error) error {
+	err := i.Client.Create(ctx, obj)
+	if apierrors.IsAlreadyExists(err) {
+		err = existing()
+	}
+	if err != nil {
+		return fmt.Errorf("creating %s %s/%s: %w", reflect.TypeOf(obj).Elem().Name(), obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
 func (i *Issuer) readerMeta(md *clusterv1alpha1.MachineDeployment) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: i.Namespace, Name: ProvisioningReaderName(md), Labels: Labels(md), Annotations: Annotations(md)}
 }
 
-// checkExisting reads an object that already exists under the name OSM chose for md, and refuses it unless it
-// is marked as md's.
-func (i *Issuer) checkExisting(ctx context.Context, md *clusterv1alpha1.MachineDeployment, obj client.Object) error {
+// owned reads the object that exists under obj's name (the name OSM chose for md) and returns it, refusing it
+// unless it is marked as md's.
+func (i *Issuer) owned(ctx context.Context, md *clusterv1alpha1.MachineDeployment, obj client.Object) (client.Object, error) {
 	existing := obj.DeepCopyObject().(client.Object)
 	if err := i.reader().Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
-		return err
+		return nil, err
 	}
 	if !Marked(md, existing) {
-		return &ConflictError{Kind: fmt.Sprintf("%T", obj), Name: obj.GetNamespace() + "/" + obj.GetName(), Owner: Owner(existing)}
+		return nil, &ConflictError{Kind: fmt.Sprintf("%T", obj), Name: obj.GetNamespace() + "/" + obj.GetName(), Owner: Owner(existing)}
 	}
-	return nil
+	return existing, nil
 }
 
 // ConflictError says an object OSM needs for a MachineDeployment exists and is not that MachineDeployment's.
