@@ -34,10 +34,7 @@ const (
 // one; six characters can collide, so an id taken by another token is skipped for the next candidate, and a
 // token is only ever used when it is marked as md's.
 func (i *Issuer) BootstrapToken(ctx context.Context, md *clusterv1alpha1.MachineDeployment) (Token, error) {
-	ttl := i.BootstrapTokenTTL
-	if ttl == 0 {
-		ttl = DefaultBootstrapTokenTTL
-	}
+	ttl := i.TokenTTL()
 	now := i.now()
 	s, created, err := i.bootstrapTokenSecret(ctx, md, now.Add(ttl).UTC().Truncate(time.Second))
 	if err != nil || created != nil {
@@ -60,6 +57,14 @@ func (i *Issuer) BootstrapToken(ctx context.Context, md *clusterv1alpha1.Machine
 		return Token{}, fmt.Errorf("extending bootstrap token %s: %w", s.Name, err)
 	}
 	return tok, nil
+}
+
+// TokenTTL is the bootstrap token's lifetime: BootstrapTokenTTL, or DefaultBootstrapTokenTTL when unset.
+func (i *Issuer) TokenTTL() time.Duration {
+	if i.BootstrapTokenTTL == 0 {
+		return DefaultBootstrapTokenTTL
+	}
+	return i.BootstrapTokenTTL
 }
 
 func derefToken(t *Token) Token {

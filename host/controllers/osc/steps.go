@@ -142,15 +142,11 @@ func reporting(osc *osmv1alpha1.OperatingSystemConfig, reason string) bool {
 // RBAC call. For a new MachineDeployment the token and the Role are created at the same time; the binding,
 // which needs both, goes with the provisioning Secret (writeSecrets).
 func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
-	st.tokenTTL = r.Issuer.BootstrapTokenTTL
-	if st.tokenTTL == 0 {
-		st.tokenTTL = credentials.DefaultBootstrapTokenTTL
-	}
+	st.tokenTTL = r.Issuer.TokenTTL()
 	recorded := ""
 	if st.bootstrap != nil {
 		recorded = string(st.bootstrap.Data[KeyProvisioningToken])
 	}
-	roleMade := false
 	err := parallel.Do(func() (err error) {
 		st.bootstrapToken, err = r.Issuer.BootstrapToken(ctx, st.md)
 		return err
@@ -158,12 +154,11 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 		if recorded != "" {
 			return nil
 		}
-		roleMade = true
 		return r.Issuer.EnsureReaderRole(ctx, st.md)
 	})
 	if err == nil && st.bootstrapToken.Value != recorded {
 		st.bindReader = true
-		if !roleMade {
+		if recorded != "" {
 			// A new token for a MachineDeployment that had one (revoked, or from an OSM version that issued
 			// ServiceAccount tokens): rare, so the Role is checked in its own round trip.
 			err = r.Issuer.EnsureReaderRole(ctx, st.md)
