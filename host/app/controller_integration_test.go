@@ -167,6 +167,43 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		waitForSecret(t, c, "workers-kube-system-provisioning-config", "2")
 	})
 
+	t.Run("deleting the bootstrap token revokes it and issues a new one at once", func(t *testing.T) {
+		md := &clusterv1alpha1.MachineDeployment{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "workers"}, md); err != nil {
+			t.Fatal(err)
+		}
+		old := bootstrapTokenOf(t, c, md)
+		id, _, _ := strings.Cut(old, ".")
+		tok := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + id}}
+		if err := c.Delete(ctx, tok); err != nil {
+			t.Fatal(err)
+		}
+		// Well before the token's refresh (hours away): only the deletion event can bring this about.
+		var boot *corev1.Secret
+		eventually(t, wait, "a new token in the bootstrap user-data", func() error {
+			boot = &corev1.Secret{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-bootstrap-config"}, boot); err != nil {
+				return err
+			}
+			if got := string(boot.Data[osc.KeyProvisioningToken]); got == old || got == "" {
+				return fmt.Errorf("still the revoked token")
+			}
+			return nil
+		})
+		// The API server's token authenticator reads Secrets from its own informer, a moment behind.
+		eventually(t, wait, "the revoked token is refused", func() error {
+			err := nodeClient(t, env, old).Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, &corev1.Secret{})
+			if !apierrors.IsUnauthorized(err) {
+				return fmt.Errorf("want 401 Unauthorized, got %v", err)
+			}
+			return nil
+		})
+		eventually(t, wait, "the new token reads its provisioning data", func() error {
+			return nodeClient(t, env, string(boot.Data[osc.KeyProvisioningToken])).Get(ctx,
+				client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, &corev1.Secret{})
+		})
+	})
+
 	t.Run("a broken profile is rejected at admission naming the field", func(t *testing.T) {
 		bad := testOSP("osp-broken", "v1.0.0")
 		bad.Spec.ProvisioningConfig.Files[0].Content.Inline.Data = "{{ .NoSuchField }}"

@@ -92,7 +92,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 					return e.ObjectNew.GetNamespace() == r.Settings.CloudInitSettingsNamespace && !equalData(e.ObjectOld.Data, e.ObjectNew.Data)
 				},
 				DeleteFunc: func(e event.TypedDeleteEvent[*corev1.Secret]) bool {
-					return e.Object.GetNamespace() == r.Settings.CloudInitSettingsNamespace
+					return e.Object.GetNamespace() == r.Settings.CloudInitSettingsNamespace || isBootstrapToken(e.Object)
 				},
 			})).
 		Complete(r)
@@ -138,6 +138,9 @@ func (r *Reconciler) secretHandler(c client.Reader) handler.TypedEventHandler[*c
 		},
 		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[*corev1.Secret], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(q, owner(ctx, e.Object))
+			if isBootstrapToken(e.Object) {
+				return
+			}
 			list := &clusterv1alpha1.MachineDeploymentList{}
 			if err := c.List(ctx, list, client.MatchingFields{IndexUserDataSecret: e.Object.Name}); err != nil {
 				ctrl.LoggerFrom(ctx).Error(err, "listing the MachineDeployments of a Secret name", "secret", e.Object.Name)
@@ -148,6 +151,13 @@ func (r *Reconciler) secretHandler(c client.Reader) handler.TypedEventHandler[*c
 			}
 		},
 	}
+}
+
+// isBootstrapToken reports whether s is one of OSM's bootstrap tokens (the Secret cache only holds OSM's own in
+// kube-system). Deleting one is how an operator revokes a node credential; its MachineDeployment is reconciled
+// at once so that new machines get a working token now rather than at the next refresh.
+func isBootstrapToken(s *corev1.Secret) bool {
+	return s.Type == corev1.SecretTypeBootstrapToken && credentials.Owner(s) != ""
 }
 
 // owner maps an object OSM created to its MachineDeployment through its ownership annotation.
