@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +29,8 @@ type benchCluster struct {
 	client     client.Client
 	kubeconfig string
 	env        *envtest.Environment
+	// debugSocket serves kube-apiserver's /debug/pprof without authentication.
+	debugSocket string
 }
 
 // startBenchCluster starts kube-apiserver and etcd with the given CRDs (objects, or YAML files in dirs).
@@ -39,12 +42,15 @@ func startBenchCluster(b *testing.B, crds []*apiextensionsv1.CustomResourceDefin
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, CRDDirectoryPaths: dirs,
 		ErrorIfCRDPathMissing: true, Scheme: testenv.Scheme}
+	// The API server's profiles, for OSM_BENCH_PPROF_DIR: a socket only this benchmark can reach.
+	debugSocket := filepath.Join(b.TempDir(), "apiserver-debug.sock")
+	env.ControlPlane.GetAPIServer().Configure().Set("debug-socket-path", debugSocket)
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()
 		b.Fatalf("starting kube-apiserver and etcd: %v", err)
 	}
-	bc := &benchCluster{cfg: cfg, env: env}
+	bc := &benchCluster{cfg: cfg, env: env, debugSocket: debugSocket}
 	if bc.client, err = client.New(cfg, client.Options{Scheme: testenv.Scheme}); err != nil {
 		bc.stop(b)
 		b.Fatal(err)
