@@ -194,7 +194,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		eventually(t, wait, "the revoked token is refused", func() error {
 			err := nodeClient(t, env, old).Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, &corev1.Secret{})
 			if !apierrors.IsUnauthorized(err) {
-				return fmt.Errorf("want 401 Unauthorized, got %v", err)
+				return fmt.Errorf("want 401 Unauthorized, got %w", err)
 			}
 			return nil
 		})
