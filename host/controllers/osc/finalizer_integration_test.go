@@ -3,6 +3,7 @@ package osc_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -249,5 +250,66 @@ func TestPlaceholderTheCacheHasNotSeenIsReplaced(t *testing.T) {
 	case e := <-recorder.Events:
 		t.Errorf("event %q for a replaced placeholder", e)
 	default:
+	}
+}
+
+// unseenUserData is a cache that has not yet seen any Secret in the user-data namespace.
+type unseenUserData struct{ client.Client }
+
+func (u unseenUserData) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok && key.Namespace == "cloud-init-settings" {
+		return apierrors.NewNotFound(corev1.Resource("secrets"), key.Name)
+	}
+	return u.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestAReconcileOnAStaleCacheWritesNothing: a MachineDeployment is reconciled again right after its first
+// reconcile wrote everything (the profile's plugin got resolved, say), while the caches have seen none of it:
+// not the finalizer, not the OSC, not the Secrets. It must neither render and write it all again nor, when its
+// finalizer patch conflicts, revoke the node credential the first reconcile handed out.
+func TestAReconcileOnAStaleCacheWritesNothing(t *testing.T) {
+	ctx, c, _, r, md := finalizerFixture(t, "osp-template")
+	r.MgmtAPIReader = c
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
+	before := &clusterv1alpha1.MachineDeployment{}
+	if err := c.Get(ctx, req.NamespacedName, before); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	versions := func() map[string]string {
+		v := map[string]string{}
+		oscObj := &osmv1alpha1.OperatingSystemConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: "osm", Name: render.OSCName(md)}, oscObj); err != nil {
+			t.Fatal(err)
+		}
+		v["osc"] = string(oscObj.UID) + "/" + oscObj.ResourceVersion
+		for _, name := range []string{render.BootstrapSecretName(md), render.ProvisioningSecretName(md), render.KubeletBootstrapSecretName(md)} {
+			s := &corev1.Secret{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "cloud-init-settings", Name: name}, s); err != nil {
+				t.Fatal(err)
+			}
+			v[name] = string(s.UID) + "/" + s.ResourceVersion
+		}
+		tokens := &corev1.SecretList{}
+		if err := c.List(ctx, tokens, client.InNamespace("kube-system"), credentials.Selector(md)); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tokens.Items {
+			v["token "+s.Name] = string(s.UID) + "/" + s.ResourceVersion
+		}
+		return v
+	}
+	want := versions()
+
+	r.Mgmt = unseenOSCs{c}
+	r.Worker = &staleReads{Client: unseenUserData{c}, snapshot: before}
+	res, err := r.Reconcile(ctx, req)
+	if err != nil {
+		t.Fatalf("reconcile on a stale cache: %v", err)
+	}
+	if got := versions(); !maps.Equal(got, want) {
+		t.Errorf("a reconcile on a stale cache changed what the first one wrote (res %+v):\n got %v\nwant %v", res, got, want)
 	}
 }

@@ -74,6 +74,7 @@ type Reconciler struct {
 
 	settingsHash string
 	metrics      *metrics
+	recent       recentWrites
 }
 
 // Reconcile brings one MachineDeployment's configuration up to date.
@@ -109,8 +110,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if errors.As(err, &fin) {
 		// Only credentials were written for the MachineDeployment: no status, no event. Without the finalizer
 		// nothing would remove them if the MachineDeployment went away now; the next attempt issues them again.
-		if rerr := r.Issuer.Revoke(ctx, md); rerr != nil {
-			log.Error(rerr, "revoking the credentials of a MachineDeployment without finalizer")
+		// Unless the cache had only not seen the finalizer an earlier reconcile added: then it is there, and
+		// it will see the credentials removed when the MachineDeployment goes.
+		if !r.hasFinalizer(ctx, md) {
+			if rerr := r.Issuer.Revoke(ctx, md); rerr != nil {
+				log.Error(rerr, "revoking the credentials of a MachineDeployment without finalizer")
+			}
 		}
 		if apierrors.IsConflict(fin.err) {
 			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
@@ -132,6 +137,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
 	}
 	return result, err
+}
+
+// hasFinalizer reports whether the MachineDeployment carries our finalizer on the API server, past the cache.
+func (r *Reconciler) hasFinalizer(ctx context.Context, md *clusterv1alpha1.MachineDeployment) bool {
+	if r.WorkerAPIReader == nil {
+		return false
+	}
+	live := &clusterv1alpha1.MachineDeployment{}
+	if err := r.WorkerAPIReader.Get(ctx, client.ObjectKeyFromObject(md), live); err != nil {
+		return false
+	}
+	return live.UID == md.UID && controllerutil.ContainsFinalizer(live, Finalizer)
 }
 
 // reconcile runs the steps in order. Each reads what the previous ones put into st.

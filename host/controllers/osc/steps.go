@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -73,8 +75,40 @@ func (r *Reconciler) pluginDigest(ctx context.Context, namespace string, ref *os
 // loadCurrent reads what was written for the MachineDeployment before, and refuses to go on when any of it
 // belongs to another MachineDeployment (see conflict).
 func (r *Reconciler) loadCurrent(ctx context.Context, st *state) error {
+	if err := r.readCurrent(ctx, st, r.Mgmt, r.Worker); err != nil {
+		return err
+	}
+	current := r.renderedCurrent(st) && controllerutil.ContainsFinalizer(st.md, Finalizer)
+	if current || !r.recent.wrote(st.md.UID) || r.MgmtAPIReader == nil || r.WorkerAPIReader == nil {
+		return nil
+	}
+	// This process wrote the MachineDeployment's user-data moments ago, and the caches do not show it yet: a
+	// reconcile right after the first one (the profile's plugin got resolved meanwhile) would render and write
+	// everything again, and its finalizer patch, computed from a MachineDeployment the cache had not yet seen
+	// with the finalizer, would conflict. Read what is really there instead, which costs a few reads, and only
+	// in this case.
+	r.catchUpFinalizer(ctx, st)
+	st.osc, st.bootstrap, st.provisioning, st.kubeletBoot = nil, nil, nil, nil
+	return r.readCurrent(ctx, st, r.MgmtAPIReader, r.WorkerAPIReader)
+}
+
+// catchUpFinalizer takes the finalizers and resourceVersion of the MachineDeployment as the API server has it,
+// when it is otherwise what the cache showed (the same object, spec and annotations): the render stays the
+// one of what was read, and only OSM's own metadata write is caught up with.
+func (r *Reconciler) catchUpFinalizer(ctx context.Context, st *state) {
+	live := &clusterv1alpha1.MachineDeployment{}
+	if err := r.WorkerAPIReader.Get(ctx, client.ObjectKeyFromObject(st.md), live); err != nil {
+		return
+	}
+	if live.UID == st.md.UID && live.Generation == st.md.Generation && maps.Equal(live.Annotations, st.md.Annotations) {
+		st.md.Finalizers, st.md.ResourceVersion = live.Finalizers, live.ResourceVersion
+	}
+}
+
+// readCurrent reads the OSC and the Secrets OSM writes for st.md through mgmt and worker.
+func (r *Reconciler) readCurrent(ctx context.Context, st *state, mgmt, worker client.Reader) error {
 	osc := &osmv1alpha1.OperatingSystemConfig{}
-	switch err := r.Mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); {
+	switch err := mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); {
 	case err == nil:
 		if !credentials.Owns(st.md, osc) {
 			return stall(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
@@ -94,7 +128,7 @@ func (r *Reconciler) loadCurrent(ctx context.Context, st *state) error {
 		{render.KubeletBootstrapSecretName(st.md), &st.kubeletBoot, false},
 	} {
 		secret := &corev1.Secret{}
-		switch err := r.Worker.Get(ctx, client.ObjectKey{Namespace: r.Settings.CloudInitSettingsNamespace, Name: s.name}, secret); {
+		switch err := worker.Get(ctx, client.ObjectKey{Namespace: r.Settings.CloudInitSettingsNamespace, Name: s.name}, secret); {
 		case err == nil:
 			if !credentials.Owns(st.md, secret) {
 				return r.conflict(ctx, st, secret, s.contract)
@@ -389,12 +423,16 @@ func (r *Reconciler) writeOutputs(ctx context.Context, st *state) error {
 	if err := parallel.Do(first...); err != nil {
 		return err
 	}
-	return parallel.Do(func() error {
+	if err := parallel.Do(func() error {
 		return r.writeSecret(ctx, st, st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
 			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.bootstrapToken.Value)}, ann)
 	}, func() error {
 		return r.writeConfig(ctx, st)
-	})
+	}); err != nil {
+		return err
+	}
+	r.recent.note(st.md.UID)
+	return nil
 }
 
 func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1.Secret, name string, data map[string][]byte, ann map[string]string) error {
