@@ -3,7 +3,9 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -280,4 +282,51 @@ func objectBytes(ctx context.Context, b *testing.B, cfg *rest.Config, path strin
 		return 0
 	}
 	return len(raw)
+}
+
+// controlPlanePIDs finds the cluster's kube-apiserver (by its debug socket, unique to this cluster) and the
+// etcd it talks to (by the client URL the API server names).
+func (bc *benchCluster) controlPlanePIDs() (apiserver, etcd int) {
+	entries, _ := os.ReadDir("/proc")
+	cmdlines := map[int]string{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmdlines[pid] = strings.ReplaceAll(string(raw), "\x00", " ")
+	}
+	etcdURL := ""
+	for pid, cmd := range cmdlines {
+		if strings.Contains(cmd, bc.debugSocket) {
+			apiserver = pid
+			for _, arg := range strings.Fields(cmd) {
+				if v, ok := strings.CutPrefix(arg, "--etcd-servers="); ok {
+					etcdURL = v
+				}
+			}
+		}
+	}
+	for pid, cmd := range cmdlines {
+		if etcdURL != "" && pid != apiserver && strings.Contains(cmd, "etcd") && strings.Contains(cmd, etcdURL) {
+			etcd = pid
+		}
+	}
+	return apiserver, etcd
+}
+
+// controlPlaneCPU is the CPU time kube-apiserver and etcd have used so far.
+func (bc *benchCluster) controlPlaneCPU() (apiserver, etcd time.Duration) {
+	a, e := bc.controlPlanePIDs()
+	if a != 0 {
+		apiserver = cpuTime(a)
+	}
+	if e != 0 {
+		etcd = cpuTime(e)
+	}
+	return apiserver, etcd
 }
