@@ -48,6 +48,9 @@ func workerCacheOptions(cloudInitNS string) cache.Options {
 				cloudInitNS:   {Transform: chain(strip, digestUserData)},
 				"kube-system": {LabelSelector: labels.NewSelector().Add(*owned), Transform: strip},
 			}},
+			// The reader Roles and RoleBindings, metadata only: the reconciler needs to know that they exist.
+			credentials.ReaderRoleMeta():    {Namespaces: map[string]cache.Config{cloudInitNS: {LabelSelector: labels.NewSelector().Add(*owned)}}},
+			credentials.ReaderBindingMeta(): {Namespaces: map[string]cache.Config{cloudInitNS: {LabelSelector: labels.NewSelector().Add(*owned)}}},
 		},
 	}
 }

@@ -204,6 +204,39 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		})
 	})
 
+	t.Run("a deleted reader Role or RoleBinding comes back", func(t *testing.T) {
+		boot := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-bootstrap-config"}, boot); err != nil {
+			t.Fatal(err)
+		}
+		node := nodeClient(t, env, string(boot.Data[osc.KeyProvisioningToken]))
+		own := client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}
+		name := client.ObjectKey{Namespace: userDataNS, Name: "workers.kube-system-provisioning-reader"}
+		for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
+			if err := c.Get(ctx, name, obj); err != nil {
+				t.Fatal(err)
+			}
+			uid := obj.GetUID()
+			if err := c.Delete(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+			kind := fmt.Sprintf("%T", obj)
+			eventually(t, wait, kind+" recreated", func() error {
+				if err := c.Get(ctx, name, obj); err != nil {
+					return err
+				}
+				if obj.GetUID() == uid {
+					return fmt.Errorf("still the deleted one")
+				}
+				return nil
+			})
+			// The node's token reads its provisioning data again (the API server's RBAC cache follows shortly).
+			eventually(t, wait, "the node reads its provisioning data after the "+kind+" came back", func() error {
+				return node.Get(ctx, own, &corev1.Secret{})
+			})
+		}
+	})
+
 	t.Run("a broken profile is rejected at admission naming the field", func(t *testing.T) {
 		bad := testOSP("osp-broken", "v1.0.0")
 		bad.Spec.ProvisioningConfig.Files[0].Content.Inline.Data = "{{ .NoSuchField }}"

@@ -139,6 +139,26 @@ func (i *Issuer) owned(ctx context.Context, md *clusterv1alpha1.MachineDeploymen
 	return existing, nil
 }
 
+// ReaderRoleMeta and ReaderBindingMeta are the metadata-only forms of the reader Role and RoleBinding, as the
+// controller watches and caches them: enough to notice one is gone, a few hundred bytes each.
+func ReaderRoleMeta() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"}}
+}
+
+// ReaderBindingMeta is ReaderRoleMeta for the RoleBinding.
+func ReaderBindingMeta() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"}}
+}
+
+// ReaderMissing reports, from c (the controller's cache), whether md's reader Role or RoleBinding is gone.
+// Errors other than NotFound count as present: the write path finds out for sure.
+func (i *Issuer) ReaderMissing(ctx context.Context, c client.Reader, md *clusterv1alpha1.MachineDeployment) (role, binding bool) {
+	key := client.ObjectKey{Namespace: i.Namespace, Name: ProvisioningReaderName(md)}
+	role = apierrors.IsNotFound(c.Get(ctx, key, ReaderRoleMeta()))
+	binding = apierrors.IsNotFound(c.Get(ctx, key, ReaderBindingMeta()))
+	return role, binding
+}
+
 // ConflictError says an object OSM needs for a MachineDeployment exists and is not that MachineDeployment's.
 type ConflictError struct {
 	Kind, Name string

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -95,7 +96,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 					return e.Object.GetNamespace() == r.Settings.CloudInitSettingsNamespace || isBootstrapToken(e.Object)
 				},
 			})).
+		WatchesRawSource(readerDeletions(worker, credentials.ReaderRoleMeta())).
+		WatchesRawSource(readerDeletions(worker, credentials.ReaderBindingMeta())).
 		Complete(r)
+}
+
+// readerDeletions enqueues the MachineDeployment whose reader Role or RoleBinding (obj's kind) was deleted, so
+// that issueCredentials puts it back at once.
+func readerDeletions(worker cluster.Cluster, obj *metav1.PartialObjectMetadata) source.Source {
+	return source.Kind(worker.GetCache(), obj,
+		handler.TypedEnqueueRequestsFromMapFunc(func(ctx context.Context, o *metav1.PartialObjectMetadata) []reconcile.Request {
+			return owner(ctx, o)
+		}),
+		predicate.TypedFuncs[*metav1.PartialObjectMetadata]{
+			CreateFunc: func(event.TypedCreateEvent[*metav1.PartialObjectMetadata]) bool { return false },
+			UpdateFunc: func(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool { return false },
+			DeleteFunc: func(event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool { return true },
+		})
 }
 
 // renderRelevant reports whether a MachineDeployment update can change what OSM renders or owes it: its spec

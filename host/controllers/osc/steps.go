@@ -198,9 +198,32 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 			err = r.Issuer.EnsureReaderRole(ctx, st.md)
 		}
 	}
+	if err == nil && !st.bindReader {
+		err = r.restoreReader(ctx, st)
+	}
 	if err != nil {
 		return r.credentialFailure(err)
 	}
+	return nil
+}
+
+// restoreReader puts back the reader Role and RoleBinding of a token the bootstrap Secret already hands out,
+// when the cache shows either deleted: without them the MachineDeployment's new machines get 403 on their
+// provisioning data. A deletion brings the MachineDeployment here (see SetupWithManager).
+func (r *Reconciler) restoreReader(ctx context.Context, st *state) error {
+	roleGone, bindingGone := r.Issuer.ReaderMissing(ctx, r.Worker, st.md)
+	if roleGone {
+		if err := r.Issuer.EnsureReaderRole(ctx, st.md); err != nil {
+			return err
+		}
+	}
+	if !roleGone && !bindingGone {
+		return nil
+	}
+	if err := r.Issuer.BindReader(ctx, st.md, st.bootstrapToken); err != nil {
+		return err
+	}
+	st.noteWrote("RoleBinding " + credentials.ProvisioningReaderName(st.md))
 	return nil
 }
 
