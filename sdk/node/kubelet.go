@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"strings"
 
 	"github.com/osmhq/osm/sdk/abi"
@@ -76,7 +75,9 @@ type kubeletAuthz struct {
 }
 
 // KubeletConfig returns /etc/kubernetes/kubelet.conf for the request.
-func KubeletConfig(r *Request) string {
+func KubeletConfig(r *Request) string { return kubeletConfig(r).json() }
+
+func kubeletConfig(r *Request) *kubeletConfiguration {
 	kc := r.Ctx.Kubelet.Config
 	c := kubeletConfiguration{
 		APIVersion:                  "kubelet.config.k8s.io/v1beta1",
@@ -124,7 +125,66 @@ func KubeletConfig(r *Request) string {
 		pulls := int32(10)
 		c.MaxParallelImagePulls = &pulls
 	}
-	return marshal(c)
+	return &c
+}
+
+// json is c as indented JSON (see jsonWriter), field by field in the struct's order and with its tags'
+// omitempty rules.
+func (c *kubeletConfiguration) json() string {
+	w := &jsonWriter{}
+	w.open('{')
+	w.str("apiVersion", c.APIVersion)
+	w.str("kind", c.Kind)
+	w.object("authentication")
+	w.object("anonymous")
+	w.boolean("enabled", c.Authentication.Anonymous.Enabled)
+	w.end()
+	w.object("webhook")
+	w.str("cacheTTL", c.Authentication.Webhook.CacheTTL)
+	w.boolean("enabled", c.Authentication.Webhook.Enabled)
+	w.end()
+	w.object("x509")
+	w.str("clientCAFile", c.Authentication.X509.ClientCAFile)
+	w.end()
+	w.end()
+	w.object("authorization")
+	w.str("mode", c.Authorization.Mode)
+	w.object("webhook")
+	w.str("cacheAuthorizedTTL", c.Authorization.Webhook.CacheAuthorizedTTL)
+	w.str("cacheUnauthorizedTTL", c.Authorization.Webhook.CacheUnauthorizedTTL)
+	w.end()
+	w.end()
+	w.str("cgroupDriver", c.CgroupDriver)
+	if len(c.ClusterDNS) > 0 {
+		w.strings("clusterDNS", c.ClusterDNS)
+	}
+	w.str("clusterDomain", c.ClusterDomain)
+	w.int("containerLogMaxFiles", int64(c.ContainerLogMaxFiles))
+	w.str("containerLogMaxSize", c.ContainerLogMaxSize)
+	w.strOmit("containerRuntimeEndpoint", c.ContainerRuntimeEndpoint)
+	w.stringMap("evictionHard", c.EvictionHard)
+	if len(c.FeatureGates) > 0 {
+		w.boolMap("featureGates", c.FeatureGates)
+	}
+	w.intOmit("imageGCHighThresholdPercent", c.ImageGCHighThresholdPercent)
+	w.intOmit("imageGCLowThresholdPercent", c.ImageGCLowThresholdPercent)
+	w.strOmit("imageMaximumGCAge", c.ImageMaximumGCAge)
+	w.strOmit("imageMinimumGCAge", c.ImageMinimumGCAge)
+	w.stringMap("kubeReserved", c.KubeReserved)
+	w.intOmit("maxParallelImagePulls", c.MaxParallelImagePulls)
+	w.intOmit("maxPods", c.MaxPods)
+	w.boolean("protectKernelDefaults", c.ProtectKernelDefaults)
+	w.int("readOnlyPort", int64(c.ReadOnlyPort))
+	w.str("resolvConf", c.ResolvConf)
+	w.boolean("rotateCertificates", c.RotateCertificates)
+	w.boolean("serializeImagePulls", c.SerializeImagePulls)
+	w.boolean("serverTLSBootstrap", c.ServerTLSBootstrap)
+	w.str("staticPodPath", c.StaticPodPath)
+	w.stringMap("systemReserved", c.SystemReserved)
+	w.strings("tlsCipherSuites", c.TLSCipherSuites)
+	w.str("volumePluginDir", c.VolumePluginDir)
+	w.end()
+	return w.String()
 }
 
 // KubeletFlags are the kubelet's command line flags for the request, one per element.
@@ -214,42 +274,30 @@ WantedBy=multi-user.target
 // verbatim; the host substitutes the real token when it writes the provisioning Secret, which only this
 // MachineDeployment's provisioning credential can read.
 func BootstrapKubeconfig(r *Request) string {
-	type named struct {
-		Name    string         `json:"name"`
-		Cluster map[string]any `json:"cluster,omitempty"`
-		Context map[string]any `json:"context,omitempty"`
-		User    map[string]any `json:"user,omitempty"`
+	w := &jsonWriter{}
+	w.open('{')
+	w.str("apiVersion", "v1")
+	w.str("kind", "Config")
+	named := func(list, name, kind string, fields ...string) {
+		w.key(list)
+		w.open('[')
+		w.next()
+		w.open('{')
+		w.str("name", name)
+		w.object(kind)
+		for i := 0; i+1 < len(fields); i += 2 {
+			w.str(fields[i], fields[i+1])
+		}
+		w.end()
+		w.end()
+		w.close(']')
 	}
-	cfg := struct {
-		APIVersion     string  `json:"apiVersion"`
-		Kind           string  `json:"kind"`
-		Clusters       []named `json:"clusters"`
-		Contexts       []named `json:"contexts"`
-		CurrentContext string  `json:"current-context"`
-		Users          []named `json:"users"`
-	}{
-		APIVersion:     "v1",
-		Kind:           "Config",
-		Clusters:       []named{{Name: "default", Cluster: map[string]any{"server": r.Ctx.Cluster.ServerURL, "certificate-authority": CACertPath}}},
-		Contexts:       []named{{Name: "default", Context: map[string]any{"cluster": "default", "user": "kubelet-bootstrap"}}},
-		CurrentContext: "default",
-		Users:          []named{{Name: "kubelet-bootstrap", User: map[string]any{"token": r.Ctx.Secrets.BootstrapToken}}},
-	}
-	return marshal(cfg)
-}
-
-// marshal writes v as indented JSON without HTML escaping, so that a value such as an eviction threshold
-// reads on the node as it was given.
-func marshal(v any) string {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		// Only types without a JSON encoding fail, and these are plain structs and maps of strings.
-		panic(err)
-	}
-	return b.String()
+	named("clusters", "default", "cluster", "certificate-authority", CACertPath, "server", r.Ctx.Cluster.ServerURL)
+	named("contexts", "default", "context", "cluster", "default", "user", "kubelet-bootstrap")
+	w.str("current-context", "default")
+	named("users", "kubelet-bootstrap", "user", "token", r.Ctx.Secrets.BootstrapToken)
+	w.end()
+	return w.String()
 }
 
 func orDefault(v, def string) string {

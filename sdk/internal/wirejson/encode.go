@@ -239,12 +239,23 @@ const hexDigits = "0123456789abcdef"
 
 // appendString quotes s exactly like encoding/json (HTML-safe, U+2028/U+2029 escaped, invalid UTF-8 as
 // U+FFFD), copying runs of plain ASCII eight bytes at a time.
-func appendString(dst []byte, s string) []byte {
+func appendString(dst []byte, s string) []byte { return appendQuoted(dst, s, true) }
+
+// AppendText quotes s like encoding/json with SetEscapeHTML(false): <, > and & stay as they are. It is for
+// the files a plugin writes as JSON (the SDK's node kit), which should read on the node as they were given.
+func AppendText(dst []byte, s string) []byte { return appendQuoted(dst, s, false) }
+
+func appendQuoted(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) {
-			m := quoteMask(stringWord(s, i))
+			var m uint64
+			if html {
+				m = quoteMask(stringWord(s, i))
+			} else {
+				m = textMask(stringWord(s, i))
+			}
 			if m == 0 {
 				i += 8
 				continue
@@ -253,7 +264,7 @@ func appendString(dst []byte, s string) []byte {
 		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || (c != '<' && c != '>' && c != '&')) {
 				i++
 				continue
 			}

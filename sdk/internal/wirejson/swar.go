@@ -33,6 +33,13 @@ func quoteMask(x uint64) uint64 {
 	return ((q-ones)&^q | (b-ones)&^b | (x-ones*0x20)&^x | (lt-ones)&^lt | (gt-ones)&^gt | (amp-ones)&^amp | x) & highs
 }
 
+// textMask is quoteMask without the HTML characters (AppendText).
+func textMask(x uint64) uint64 {
+	q := x ^ (ones * '"')
+	b := x ^ (ones * '\\')
+	return ((q-ones)&^q | (b-ones)&^b | (x-ones*0x20)&^x | x) & highs
+}
+
 // stringWord loads eight bytes of s at i, little-endian, without converting s to a byte slice (which would
 // copy through a runtime call).
 func stringWord(s string, i int) uint64 {

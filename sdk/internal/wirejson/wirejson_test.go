@@ -299,3 +299,18 @@ func TestAppendMarshal(t *testing.T) {
 		t.Errorf("AppendMarshal into reused storage = %s, %v; want %s", again, err, want)
 	}
 }
+
+// TestAppendTextMatchesEncodingJSON: AppendText quotes like encoding/json with SetEscapeHTML(false).
+func TestAppendTextMatchesEncodingJSON(t *testing.T) {
+	for _, s := range append(stringPool, "memory.available<100Mi&x>y", strings.Repeat("<a&b>\"c\\", 9)+"\x01\x7f") {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := string(AppendText(nil, s)) + "\n"; got != want.String() {
+			t.Errorf("AppendText(%q) = %s, want %s", s, got, want.String())
+		}
+	}
+}
