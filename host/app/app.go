@@ -140,8 +140,12 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	}
 	settings.RegistryCredentialHosts = hosts
 
+	mgmtClient, err := newOSCCreateClient(mgr.GetClient(), mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
 	oscReconciler := &osc.Reconciler{
-		Mgmt: mgr.GetClient(), Worker: worker.GetClient(), WorkerAPIReader: worker.GetAPIReader(), MgmtAPIReader: mgr.GetAPIReader(),
+		Mgmt: mgmtClient, Worker: worker.GetClient(), WorkerAPIReader: worker.GetAPIReader(), MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
 			BootstrapTokenTTL: o.BootstrapTokenTTL},
