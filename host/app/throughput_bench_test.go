@@ -336,21 +336,9 @@ func settleWrites(ctx context.Context, b *testing.B, bc *benchCluster, before []
 	return w
 }
 
+// savePprof saves one of the controller's pprof endpoints.
 func savePprof(port int, what, path string) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return
-	}
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", port, what))
-	if err != nil {
-		return
-	}
-	defer resp.Body.Close()
-	f, err := os.Create(path)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	_, _ = io.Copy(f, resp.Body)
+	save(http.DefaultClient, fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/%s", port, what), path)
 }
 
 // saveAPIServerProfile saves a 10-second CPU profile of kube-apiserver: with both on the same cores, what the API
@@ -359,7 +347,15 @@ func saveAPIServerProfile(socket, path string) {
 	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", socket)
 	}}}
-	resp, err := hc.Get("http://apiserver/debug/pprof/profile?seconds=10")
+	save(hc, "http://apiserver/debug/pprof/profile?seconds=10", path)
+}
+
+// save writes what url answers to path; a profile that cannot be fetched is only missing.
+func save(hc *http.Client, url, path string) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return
+	}
+	resp, err := hc.Get(url)
 	if err != nil {
 		return
 	}

@@ -1,9 +1,9 @@
 package node
 
 import (
-	"slices"
 	"strconv"
 
+	"github.com/osmhq/osm/sdk/abi"
 	json "github.com/osmhq/osm/sdk/internal/wirejson"
 )
 
@@ -93,39 +93,22 @@ func (w *jsonWriter) strings(k string, v []string) {
 }
 
 // stringMap writes m with sorted keys; nil is null.
-func (w *jsonWriter) stringMap(k string, m map[string]string) {
+func (w *jsonWriter) stringMap(k string, m map[string]string) { writeMap(w, k, m, w.str) }
+
+func (w *jsonWriter) boolMap(k string, m map[string]bool) { writeMap(w, k, m, w.boolean) }
+
+// writeMap writes m as an object under k, each member through member in key order; nil is null.
+func writeMap[V any](w *jsonWriter, k string, m map[string]V, member func(string, V)) {
 	w.key(k)
 	if m == nil {
 		w.b = append(w.b, "null"...)
 		return
 	}
 	w.open('{')
-	for _, mk := range sortedKeys(m) {
-		w.str(mk, m[mk])
+	for _, mk := range abi.SortedKeys(m) {
+		member(mk, m[mk])
 	}
 	w.close('}')
-}
-
-func (w *jsonWriter) boolMap(k string, m map[string]bool) {
-	w.key(k)
-	if m == nil {
-		w.b = append(w.b, "null"...)
-		return
-	}
-	w.open('{')
-	for _, mk := range sortedKeys(m) {
-		w.boolean(mk, m[mk])
-	}
-	w.close('}')
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // String ends the document with the newline encoding/json's Encoder writes.
