@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/render"
 )
@@ -26,11 +26,8 @@ func mgmtCacheOptions(namespace string) cache.Options {
 	return cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			// OSM writes OSCs only in its namespace.
-			&osmv1alpha1.OperatingSystemConfig{}: {
-				Namespaces: map[string]cache.Config{namespace: {}},
-				Transform:  chain(cache.TransformStripManagedFields(), stripOSCSpec),
-			},
+			// OSM writes OSCs only in its namespace, and reads their metadata only (see osc.OSCMeta).
+			osc.OSCMeta(): {Namespaces: map[string]cache.Config{namespace: {}}},
 		},
 	}
 }
@@ -62,21 +59,6 @@ func sameClusterCacheOptions(namespace, cloudInitNS string) cache.Options {
 		opts.ByObject[obj] = by
 	}
 	return opts
-}
-
-// stripOSCSpec keeps of a cached OSC's spec only what the reconciler reads (whether it was rendered: OSName),
-// and drops the rendered units and files, tens of KiB per MachineDeployment that OSM wrote itself and never
-// reads back: the OSC's render-hash annotation says whether it is current. The spec is immutable, so nothing
-// ever updates an OSC from the cache; its status is written with a merge patch, which carries no spec.
-func stripOSCSpec(in any) (any, error) {
-	if osc, ok := in.(*osmv1alpha1.OperatingSystemConfig); ok {
-		osc.Spec = osmv1alpha1.OperatingSystemConfigSpec{
-			OSName: osc.Spec.OSName, OSVersion: osc.Spec.OSVersion,
-			CloudProvider:       osmv1alpha1.CloudProviderSpec{Name: osc.Spec.CloudProvider.Name},
-			ProvisioningUtility: osc.Spec.ProvisioningUtility,
-		}
-	}
-	return in, nil
 }
 
 // cachedDigestPrefix marks a user-data value the cache replaced by its digest.

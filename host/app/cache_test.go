@@ -1,6 +1,7 @@
 package app
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,12 +22,6 @@ func TestCacheTransforms(t *testing.T) {
 			Annotations: map[string]string{"osm.k8c.io/render-hash": "h1"}},
 			Data: map[string][]byte{render.CloudConfigKey: userData, "provisioning-token": []byte("tok"), "kubeconfig": []byte(strings.Repeat("k", 8000))}}
 	}
-	osc := &osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Name: "md-kube-system-config", ManagedFields: managed, UID: "u1"},
-		Spec: osmv1alpha1.OperatingSystemConfigSpec{OSName: "ubuntu", OSVersion: "24.04",
-			CloudProvider:      osmv1alpha1.CloudProviderSpec{Name: "aws"},
-			ProvisioningConfig: osmv1alpha1.OSCConfig{Files: []osmv1alpha1.File{{Path: "/etc/big"}}}},
-		Status: osmv1alpha1.OperatingSystemConfigStatus{BootstrapSize: 42}}
-
 	t.Run("user-data Secrets keep metadata and small values, user-data becomes its digest", func(t *testing.T) {
 		transform := byObject[*corev1.Secret](t, sameClusterCacheOptions("kube-system", "cloud-init-settings")).Namespaces["cloud-init-settings"].Transform
 		a, _ := transform(secret())
@@ -63,17 +58,20 @@ func TestCacheTransforms(t *testing.T) {
 			t.Error("changed")
 		}
 	})
-	t.Run("OSCs keep what the reconciler reads and drop the rendered files", func(t *testing.T) {
-		out, _ := byObject[*osmv1alpha1.OperatingSystemConfig](t, sameClusterCacheOptions("kube-system", "cloud-init-settings")).Transform(osc.DeepCopy())
-		got := out.(*osmv1alpha1.OperatingSystemConfig)
-		if got.Spec.OSName != "ubuntu" || got.Spec.OSVersion != "24.04" || got.Spec.CloudProvider.Name != "aws" {
-			t.Errorf("identifying spec fields lost: %+v", got.Spec)
-		}
-		if len(got.Spec.ProvisioningConfig.Files) != 0 {
-			t.Error("rendered files kept")
-		}
-		if got.UID != "u1" || got.Status.BootstrapSize != 42 || got.ManagedFields != nil {
-			t.Errorf("metadata or status changed, or managedFields kept: %+v", got.ObjectMeta)
+	t.Run("OSCs are cached as metadata only", func(t *testing.T) {
+		for name, opts := range map[string]cache.Options{"management": mgmtCacheOptions("kube-system"), "same cluster": sameClusterCacheOptions("kube-system", "cloud-init-settings")} {
+			var kinds []string
+			for obj := range opts.ByObject {
+				if _, typed := obj.(*osmv1alpha1.OperatingSystemConfig); typed {
+					t.Errorf("%s: whole OSCs cached", name)
+				}
+				if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+					kinds = append(kinds, m.Kind)
+				}
+			}
+			if !slices.Contains(kinds, "OperatingSystemConfig") {
+				t.Errorf("%s: no metadata-only cache of OSCs, only of %v", name, kinds)
+			}
 		}
 	})
 }
@@ -84,7 +82,7 @@ func TestCacheScope(t *testing.T) {
 	if len(secrets.Namespaces) != 2 || secrets.Namespaces["kube-system"].LabelSelector == nil {
 		t.Errorf("Secrets cached beyond the user-data namespace and OSM's own bootstrap tokens: %+v", secrets.Namespaces)
 	}
-	if oscs := byObject[*osmv1alpha1.OperatingSystemConfig](t, mgmtCacheOptions("osm")); len(oscs.Namespaces) != 1 {
+	if oscs := byObject[*metav1.PartialObjectMetadata](t, mgmtCacheOptions("osm")); len(oscs.Namespaces) != 1 {
 		t.Errorf("OSCs cached beyond OSM's namespace: %+v", oscs.Namespaces)
 	}
 	if opts.DefaultTransform == nil {

@@ -211,7 +211,8 @@ func TestNoCredentialsWithoutFinalizer(t *testing.T) {
 type unseenOSCs struct{ client.Client }
 
 func (u unseenOSCs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if _, ok := obj.(*osmv1alpha1.OperatingSystemConfig); ok {
+	_, typed := obj.(*osmv1alpha1.OperatingSystemConfig)
+	if m, ok := obj.(*metav1.PartialObjectMetadata); typed || ok && m.Kind == "OperatingSystemConfig" {
 		return apierrors.NewNotFound(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), key.Name)
 	}
 	return u.Client.Get(ctx, key, obj, opts...)

@@ -21,10 +21,13 @@ type state struct {
 	// extensions are the OperatingSystemProfileExtensions that apply, in order.
 	extensions []*osmv1alpha1.OperatingSystemProfileExtension
 
-	osc          *osmv1alpha1.OperatingSystemConfig // current, nil if none
+	osc          *osmv1alpha1.OperatingSystemConfig // current, nil if none; its metadata only unless oscStatusRead
 	bootstrap    *corev1.Secret                     // current, nil if none
 	provisioning *corev1.Secret
 	kubeletBoot  *corev1.Secret
+	// oscStatusRead says st.osc's status is known: this reconcile wrote it, or read it past the cache (which
+	// holds OSC metadata only, see OSCMeta).
+	oscStatusRead bool
 
 	// bootstrapToken is the node credential: the provisioning fetch's and the kubelet's TLS bootstrap's.
 	bootstrapToken credentials.Token

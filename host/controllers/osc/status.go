@@ -25,8 +25,11 @@ import (
 // an empty spec and a condition saying why, so `kubectl get osc` shows every MachineDeployment OSM manages.
 // A rendered OSC is created with its status (writeConfig), so a reconcile that succeeds writes no status.
 func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) error {
-	if st.done && reconcileErr == nil && st.osc != nil && readyAndCurrent(st.osc) {
-		return nil
+	if st.done && reconcileErr == nil && st.osc != nil {
+		ready, err := r.oscReady(ctx, st)
+		if err != nil || ready {
+			return err
+		}
 	}
 	if apierrors.IsAlreadyExists(reconcileErr) || apierrors.IsConflict(reconcileErr) {
 		// The cache was behind our own writes: Reconcile retries at once, and nothing is wrong to report.
@@ -45,6 +48,9 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 			}
 		}
 		return r.createPlaceholder(ctx, st, reconcileErr)
+	}
+	if err := r.readOSCStatus(ctx, st); err != nil {
+		return err
 	}
 	osc := st.osc
 	before := osc.Status.DeepCopy()
@@ -129,9 +135,44 @@ func (r *Reconciler) setStatus(st *state, status *osmv1alpha1.OperatingSystemCon
 		"user-data for revision "+status.MachineDeploymentRevision+" is ready")
 }
 
-func readyAndCurrent(osc *osmv1alpha1.OperatingSystemConfig) bool {
-	c := meta.FindStatusCondition(osc.Status.Conditions, osmv1alpha1.ConditionReady)
-	return c != nil && c.Status == metav1.ConditionTrue
+// oscReady reports whether st.osc's Ready condition is True. An OSC still as writeConfig created it is, and
+// that shows in its metadata: it has a render hash (a placeholder has none) and generation 1 (an OSC has no
+// status subresource, so every status write bumps the generation). Any other OSC's status is read past the
+// cache, which happens only after a failure was reported on it.
+func (r *Reconciler) oscReady(ctx context.Context, st *state) (bool, error) {
+	if !st.oscStatusRead && st.osc.Generation == specGeneration && st.osc.Annotations[AnnotationRenderHash] != "" {
+		return true, nil
+	}
+	if err := r.readOSCStatus(ctx, st); err != nil {
+		return false, err
+	}
+	c := meta.FindStatusCondition(st.osc.Status.Conditions, osmv1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue, nil
+}
+
+// readOSCStatus reads st.osc's status from the API server, once per reconcile. The OSC read must be the one
+// the reconcile decided on: another one (replaced meanwhile) is a conflict, and the reconcile is retried.
+func (r *Reconciler) readOSCStatus(ctx context.Context, st *state) error {
+	if st.oscStatusRead {
+		return nil
+	}
+	reader := r.MgmtAPIReader
+	if reader == nil {
+		reader = r.Mgmt
+	}
+	live := &osmv1alpha1.OperatingSystemConfig{}
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(st.osc), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return apierrors.NewConflict(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), st.osc.Name, err)
+		}
+		return fmt.Errorf("reading the status of OperatingSystemConfig %s: %w", st.osc.Name, err)
+	}
+	if live.UID != st.osc.UID {
+		return apierrors.NewConflict(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), st.osc.Name,
+			fmt.Errorf("replaced since it was read"))
+	}
+	st.osc.Status, st.oscStatusRead = live.Status, true
+	return nil
 }
 
 // createPlaceholder creates an OSC with an empty spec to carry the status of a MachineDeployment that has not
@@ -151,7 +192,7 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, st *state, reconcile
 	if err := r.Mgmt.Create(ctx, osc); err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s to report status: %w", osc.Name, err)
 	}
-	st.osc = osc
+	st.osc, st.oscStatusRead = osc, true
 	return nil
 }
 

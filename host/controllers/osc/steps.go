@@ -107,14 +107,14 @@ func (r *Reconciler) catchUpFinalizer(ctx context.Context, st *state) {
 
 // readCurrent reads the OSC and the Secrets OSM writes for st.md through mgmt and worker.
 func (r *Reconciler) readCurrent(ctx context.Context, st *state, mgmt, worker client.Reader) error {
-	osc := &osmv1alpha1.OperatingSystemConfig{}
+	osc := OSCMeta()
 	switch err := mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); {
 	case err == nil:
 		if !credentials.Owns(st.md, osc) {
 			return stall(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
 				Name: osc.Namespace + "/" + osc.Name, Owner: credentials.Owner(osc)})
 		}
-		st.osc = osc
+		st.osc, st.oscStatusRead = &osmv1alpha1.OperatingSystemConfig{ObjectMeta: osc.ObjectMeta}, false
 	case !apierrors.IsNotFound(err):
 		return err
 	}
@@ -152,7 +152,7 @@ func (r *Reconciler) conflict(ctx context.Context, st *state, secret *corev1.Sec
 	if contract {
 		reason = osmv1alpha1.ReasonSecretNameConflict
 	}
-	if !reporting(st.osc, reason) {
+	if !r.reporting(ctx, st, reason) {
 		if err := r.Issuer.Revoke(ctx, st.md); err != nil {
 			return err
 		}
@@ -161,12 +161,13 @@ func (r *Reconciler) conflict(ctx context.Context, st *state, secret *corev1.Sec
 	return &stallingError{reason: reason, err: err, retryAfter: r.StalledRetry}
 }
 
-// reporting reports whether osc's Ready condition already gives reason.
-func reporting(osc *osmv1alpha1.OperatingSystemConfig, reason string) bool {
-	if osc == nil {
+// reporting reports whether the OSC's Ready condition already gives reason. When its status cannot be read,
+// it does not: the caller then repeats what it does the first time, which is safe to repeat.
+func (r *Reconciler) reporting(ctx context.Context, st *state, reason string) bool {
+	if st.osc == nil || r.readOSCStatus(ctx, st) != nil {
 		return false
 	}
-	c := meta.FindStatusCondition(osc.Status.Conditions, osmv1alpha1.ConditionReady)
+	c := meta.FindStatusCondition(st.osc.Status.Conditions, osmv1alpha1.ConditionReady)
 	return c != nil && c.Reason == reason
 }
 
@@ -343,7 +344,8 @@ func (r *Reconciler) annotations(st *state) map[string]string {
 // write; if that fails, report corrects the status. Its spec is immutable (as upstream's): a new render
 // replaces the object.
 func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
-	if st.osc != nil && st.osc.Annotations[AnnotationRenderHash] == st.hash && st.osc.Spec.OSName != "" {
+	// A placeholder (createPlaceholder) carries no render hash, so this is a rendered OSC.
+	if st.osc != nil && st.osc.Annotations[AnnotationRenderHash] == st.hash {
 		return nil
 	}
 	if st.osc != nil {
@@ -366,7 +368,7 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 	if err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s: %w", osc.Name, err)
 	}
-	st.osc = osc
+	st.osc, st.oscStatusRead = osc, true
 	st.noteWrote("OperatingSystemConfig " + osc.Name)
 	return nil
 }
