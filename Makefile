@@ -85,6 +85,11 @@ bench-compare: plugins controlplane ## Alternate this controller and UPSTREAM=/p
 	@test -n "$(UPSTREAM)" || { echo "usage: make bench-compare UPSTREAM=/path/to/osm-controller (see hack/bench/README.md)"; exit 1; }
 	OSM_BENCH_UPSTREAM="$(abspath $(UPSTREAM))" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x -timeout 180m -v
 
+.PHONY: bench-baseline
+bench-baseline: plugins controlplane ## Alternate this controller and BASELINE=/path/to/an/earlier/osm-controller build of ours; medians and ratios.
+	@test -n "$(BASELINE)" || { echo "usage: make bench-baseline BASELINE=/path/to/osm-controller (built from an earlier commit)"; exit 1; }
+	OSM_BENCH_BASELINE="$(abspath $(BASELINE))" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x -timeout 180m -v
+
 .PHONY: bench
 bench: plugins ## Run the benchmarks (plugin runtime, render pipeline, default plugins) and print medians.
 	go test $(BENCH_FLAGS) ./host/plugin/... ./host/render/... ./plugins/... | tee bench.out

@@ -54,17 +54,25 @@ func BenchmarkController(b *testing.B) {
 // ../shared/bench/README.md says, CRDs in the crds directory next to it) alternately, each on a fresh control
 // plane with the same MachineDeployments and the same flags, OSM_BENCH_ROUNDS times (default 3), and prints
 // the medians and the ratios. Run it with `make bench-compare UPSTREAM=/path/to/osm-controller`.
+//
+// With OSM_BENCH_BASELINE naming an osm-controller built from an earlier commit instead, it compares this tree
+// with that build, run the same way as ours ("baseline"): what one change bought, measured side by side.
 func BenchmarkCompare(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard())
-	path := os.Getenv("OSM_BENCH_UPSTREAM")
-	if path == "" {
-		b.Fatal("OSM_BENCH_UPSTREAM must name upstream's osm-controller binary (make bench-compare UPSTREAM=...)")
-	}
 	rounds := 3
 	if v, err := strconv.Atoi(os.Getenv("OSM_BENCH_ROUNDS")); err == nil && v > 0 {
 		rounds = v
 	}
-	ours, upstream := oursUnderTest(b), upstreamUnderTest(b, path)
+	ours := oursUnderTest(b)
+	var upstream controllerUnderTest
+	if base := os.Getenv("OSM_BENCH_BASELINE"); base != "" {
+		upstream = ours
+		upstream.name, upstream.bin = "baseline", base
+	} else if path := os.Getenv("OSM_BENCH_UPSTREAM"); path != "" {
+		upstream = upstreamUnderTest(b, path)
+	} else {
+		b.Fatal("OSM_BENCH_UPSTREAM must name upstream's osm-controller binary (make bench-compare UPSTREAM=...), or OSM_BENCH_BASELINE an earlier build of ours")
+	}
 	runBench(b, ours, 1)
 	runBench(b, upstream, 1)
 	var results []benchResult
@@ -420,7 +428,7 @@ func summarize(b *testing.B, results []benchResult) {
 	medians := map[key]med{}
 	fmt.Printf("\nmedians (%s):\n", time.Now().Format(time.RFC3339))
 	for _, n := range sizes {
-		for _, name := range []string{"upstream", "osm"} {
+		for _, name := range []string{"upstream", "baseline", "osm"} {
 			rs := groups[key{name, n}]
 			if len(rs) == 0 {
 				continue
@@ -450,16 +458,20 @@ func summarize(b *testing.B, results []benchResult) {
 			b.ReportMetric(m.s, fmt.Sprintf("s-%s-%d", name, n))
 			b.ReportMetric(m.rss, fmt.Sprintf("MiB-%s-%d", name, n))
 		}
-		u, uok := medians[key{"upstream", n}]
+		other := "upstream"
+		if _, ok := medians[key{"baseline", n}]; ok {
+			other = "baseline"
+		}
+		u, uok := medians[key{other, n}]
 		o, ook := medians[key{"osm", n}]
 		if uok && ook {
-			fmt.Printf("  N=%d osm vs upstream: %.2fx the rate, %.2fx the peak RSS, %.2fx the CPU, %.2fx the kube-apiserver CPU, %.2fx the writes, %.2fx the bytes written\n",
-				n, u.s/o.s, o.rss/u.rss, o.cpu/u.cpu, o.apiCPU/u.apiCPU, o.writes/u.writes, o.kib/u.kib)
+			fmt.Printf("  N=%d osm vs %s: %.2fx the rate, %.2fx the peak RSS, %.2fx the CPU, %.2fx the kube-apiserver CPU, %.2fx the writes, %.2fx the bytes written\n",
+				n, other, u.s/o.s, o.rss/u.rss, o.cpu/u.cpu, o.apiCPU/u.apiCPU, o.writes/u.writes, o.kib/u.kib)
 		}
 	}
 	for i := 1; i < len(sizes); i++ {
 		lo, hi := sizes[i-1], sizes[i]
-		for _, name := range []string{"upstream", "osm"} {
+		for _, name := range []string{"upstream", "baseline", "osm"} {
 			a, aok := medians[key{name, lo}]
 			z, zok := medians[key{name, hi}]
 			if aok && zok {
