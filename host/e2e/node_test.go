@@ -10,10 +10,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -745,7 +747,7 @@ func (r *report) diagnose(t *testing.T, focus ...string) {
 	fmt.Fprintf(&b, "node %s diagnostics\n  report:  %s\n  journal: %s\n  console: %s\n", r.node.name, r.dir, filepath.Join(r.dir, "journal.txt"), r.node.console)
 	fmt.Fprintf(&b, "  system state: %s", r.file("system-state.txt"))
 	fmt.Fprintf(&b, "  failed units: %v\n", r.failed)
-	for _, u := range sortedKeys(r.units) {
+	for _, u := range slices.Sorted(maps.Keys(r.units)) {
 		fmt.Fprintf(&b, "  %-32s %s\n", u, r.units[u])
 	}
 	fmt.Fprintf(&b, "--- cloud-init status --long ---\n%s", r.file("cloud-init-status.txt"))
