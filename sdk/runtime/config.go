@@ -45,9 +45,9 @@ type Config struct {
 	// Default DefaultMemoryLimit.
 	MemoryLimit uint64
 	// Timeout bounds every call, from the instance's creation (which runs the module's start function) through
-	// the language runtime's start-up to the export's return. wazero's close-on-context-done mode enforces it:
-	// every loop back-edge and function entry of the guest checks the call's context, so no code of the
-	// module can avoid it. Default DefaultTimeout.
+	// the language runtime's start-up to the export's return. The module is rewritten to yield to the host
+	// every few thousand loop iterations and calls (package wasmstop), and the host stops it there once the
+	// call's context has ended, so no code of the module can avoid it. Default DefaultTimeout.
 	Timeout time.Duration
 	// CacheDir keeps compiled machine code on disk across restarts. Empty means memory only. The directory
 	// must be private to this process's user: wazero trusts what it finds there.

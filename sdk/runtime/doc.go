@@ -7,8 +7,10 @@
 //   - Before compiling, package wasmcheck refuses, in linear time, modules that would make the compiler slow
 //     (size, functions, control instructions per function and their squares summed) and WASI commands;
 //     at most Config.CompileConcurrency modules compile at once, so a slow one leaves the others a lane.
-//   - The timeout is wazero's close-on-context-done mode: every loop back-edge and function entry checks the
-//     call's context, from the module's start function and _initialize through the export.
+//   - The timeout is enforced in the module's own code, rewritten before compiling (package wasmstop): every
+//     loop iteration and call counts, every wasmstop.Interval counts the code yields to the host, which stops
+//     it once the call's context has ended; from the module's start function and _initialize through the
+//     export. The module cannot reach the counter, the flag or the yield function.
 //   - Every call runs on a fresh instance, closed when it returns: no state reaches the next call.
 //   - Each call reserves its instance's worst-case linear memory from a budget shared by all modules
 //     (Config.MemoryBudget) before the instance exists; the Extism kernel's memory, which holds the input and

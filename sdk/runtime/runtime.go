@@ -17,6 +17,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/osmhq/osm/sdk/internal/wasmcheck"
+	"github.com/osmhq/osm/sdk/internal/wasmstop"
 )
 
 // Runtime loads and caches plugin modules. It is safe for concurrent use.
@@ -279,15 +280,18 @@ func (r *Runtime) compile(ctx context.Context, name, digest string, start startS
 	return compiled, nil
 }
 
-// compileModule compiles wasm through Extism, with wazero's close-on-context-done mode: every loop back-edge
-// and function entry of the guest checks the call's context, which is what enforces the timeout whatever the
-// module's code does.
+// compileModule compiles wasm through Extism, instrumented so that its code stops when its call's context ends
+// (package wasmstop, stop.go): every loop header of the guest checks a flag, which is what enforces the timeout
+// whatever the module's code does.
 func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*extism.CompiledPlugin, error) {
+	wasm, err := wasmstop.Instrument(wasm)
+	if err != nil {
+		return nil, err
+	}
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(r.cache).
-		WithMemoryLimitPages(r.cfg.memoryPages()).
-		WithCloseOnContextDone(true)
-	ctx = experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers)
+		WithMemoryLimitPages(r.cfg.memoryPages())
+	ctx = yieldListeners(experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers))
 	return extism.NewCompiledPlugin(ctx, extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
 		// No AllowedHosts and no AllowedPaths: Extism denies every HTTP request and mounts nothing.
