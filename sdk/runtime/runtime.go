@@ -63,7 +63,8 @@ func New(cfg Config) (*Runtime, error) {
 	if r.cache, err = wazero.NewCompilationCacheWithDir(cfg.CacheDir); err != nil {
 		return nil, fmt.Errorf("plugin compilation cache %s: %w", cfg.CacheDir, err)
 	}
-	r.markerDir = filepath.Join(cfg.CacheDir, "osm-compiled", wazeroVersion())
+	// The machine code depends on the wazero version and on how wasmstop rewrites modules.
+	r.markerDir = filepath.Join(cfg.CacheDir, "osm-compiled", wazeroVersion()+"-"+wasmstop.Version)
 	if err := os.MkdirAll(r.markerDir, 0o700); err != nil {
 		return nil, fmt.Errorf("plugin compilation cache %s: %w", cfg.CacheDir, err)
 	}

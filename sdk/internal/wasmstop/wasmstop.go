@@ -33,6 +33,10 @@ const (
 	YieldExport = "osm.stop.yield"
 )
 
+// Version names this rewrite; a host that caches machine code by the original module's digest keys it with
+// Version too.
+const Version = "stop1"
+
 // Interval is how many ticks (loop iterations and calls of loop-free functions) run between two calls of the
 // yield function. A tight loop runs it in tens of microseconds; a call to Go costs a fraction of a
 // microsecond.
