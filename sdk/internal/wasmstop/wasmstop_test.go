@@ -1,6 +1,7 @@
 package wasmstop_test
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
 
+	"github.com/osmhq/osm/sdk/internal/wasmcheck"
 	"github.com/osmhq/osm/sdk/internal/wasmstop"
 	"github.com/osmhq/osm/sdk/internal/wasmtest"
 )
@@ -175,4 +177,45 @@ func TestInstrumentRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, tc.want)
 		}
 	}
+}
+
+// FuzzInstrument: whatever module wasmcheck lets through and wazero compiles, Instrument either refuses it or
+// returns a module wazero compiles too, with the yield function exported. (A module the rewrite
+// broke would fail to load, not run unstoppable; this keeps it from failing to load.)
+func FuzzInstrument(f *testing.F) {
+	f.Add(wasmtest.Module{Globals: 2, Memory: 1, Data: []byte("hi"), Funcs: []wasmtest.Func{
+		{Results: []byte{wasmtest.I32}, Locals: []byte{wasmtest.I32}, Code: countTo100, Export: "count"},
+		{Code: wasmtest.Spin, Export: "spin"}, {Export: "nop"},
+	}}.Bytes())
+	start := uint32(1)
+	f.Add(wasmtest.Module{Imports: []wasmtest.Import{{Module: "env", Name: "f"}}, Start: &start,
+		Funcs: []wasmtest.Func{{Code: []byte{0x10, 0x00}}}}.Bytes())
+	f.Add(wasmtest.Module{}.Bytes())
+	ctx := context.Background()
+	f.Fuzz(func(t *testing.T, wasm []byte) {
+		if _, err := wasmcheck.Check(wasm, wasmcheck.Limits{ModuleBytes: 1 << 20}); err != nil {
+			return
+		}
+		rt := wazero.NewRuntime(ctx)
+		defer rt.Close(ctx)
+		if _, err := rt.CompileModule(ctx, wasm); err != nil {
+			return
+		}
+		out, err := wasmstop.Instrument(wasm)
+		if err != nil {
+			return
+		}
+		rt2 := wazero.NewRuntime(ctx)
+		defer rt2.Close(ctx)
+		compiled, err := rt2.CompileModule(ctx, out)
+		if err != nil {
+			t.Fatalf("the instrumented module does not compile: %v", err)
+		}
+		if bytes.Equal(out, wasm) {
+			return // no code section: nothing to instrument
+		}
+		if _, ok := compiled.ExportedFunctions()[wasmstop.YieldExport]; !ok {
+			t.Fatalf("no %s export", wasmstop.YieldExport)
+		}
+	})
 }
