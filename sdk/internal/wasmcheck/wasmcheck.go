@@ -87,6 +87,9 @@ type Module struct {
 	Exports map[string]byte
 	// Functions is the number of functions, imported and defined.
 	Functions uint32
+	// Types, ImportedFunctions, ImportedGlobals and Globals count the type section's entries, the imported
+	// functions and globals, and the defined globals: where a rewrite (package wasmstop) adds its own.
+	Types, ImportedFunctions, ImportedGlobals, Globals uint32
 	// MaxBodyBytes, MaxLocals and MaxBranches are the largest body, locals count and number of control
 	// instructions of any function.
 	MaxBodyBytes, MaxLocals, MaxBranches uint32
@@ -156,7 +159,7 @@ func Check(wasm []byte, limits Limits) (*Module, error) {
 	if c.bodies != c.defined {
 		return nil, fmt.Errorf("module declares %d functions but has code for %d", c.defined, c.bodies)
 	}
-	c.mod.Functions = c.imported + c.defined
+	c.mod.Functions, c.mod.ImportedFunctions = c.imported+c.defined, c.imported
 	return c.mod, nil
 }
 
@@ -172,6 +175,12 @@ type checker struct {
 // A limit breach is returned; malformed input is left in r.err.
 func (c *checker) section(id byte, r *reader) error {
 	switch id {
+	case 1:
+		c.mod.Types = r.u32()
+		r.pos = len(r.b)
+	case 6:
+		c.mod.Globals = r.u32()
+		r.pos = len(r.b)
 	case 2:
 		c.imports(r)
 	case 3:
@@ -222,6 +231,7 @@ func (c *checker) imports(r *reader) {
 		case KindGlobal:
 			r.valType()
 			r.byte()
+			c.mod.ImportedGlobals++
 			c.unsnapshottable("it imports a global")
 		default:
 			r.fail("import %d has unsupported kind %#x", i, kind)

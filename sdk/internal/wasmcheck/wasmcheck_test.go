@@ -48,6 +48,9 @@ func TestCheckReadsModules(t *testing.T) {
 	if m.Functions != 3 || m.MaxLocals != 2 || m.MaxBranches != 4 || m.Cost != 16 {
 		t.Errorf("stats = %+v, want 3 functions, 2 locals, 4 control instructions, cost 16", *m)
 	}
+	if m.ImportedFunctions != 1 || m.ImportedGlobals != 0 || m.Globals != 2 || m.Types == 0 {
+		t.Errorf("counts = %+v, want 1 imported function, no imported global, 2 globals, some types", *m)
+	}
 }
 
 func TestCheckLimits(t *testing.T) {

@@ -3,6 +3,8 @@ package wasmsnap
 import (
 	"errors"
 	"fmt"
+
+	"github.com/osmhq/osm/sdk/internal/wasmcheck"
 )
 
 // Segment is a run of bytes at an offset of a memory image.
@@ -19,35 +21,35 @@ type Segment struct {
 // Only what Build writes is accepted: one memory, and active segments at constant offsets; anything else is
 // an error, and the host then instantiates the module as it is.
 func Split(built []byte) (code []byte, memorySize uint64, segs []Segment, err error) {
-	secs, err := sections(built)
+	secs, err := wasmcheck.Sections(built)
 	if err != nil {
 		return nil, 0, nil, err
 	}
 	size := len(built)
 	for _, s := range secs {
-		if s.id == secData {
-			size -= len(s.body) // the section's header stays over-counted: a few bytes
+		if s.ID == secData {
+			size -= len(s.Body) // the section's header stays over-counted: a few bytes
 		}
 	}
 	code = make([]byte, 0, size)
 	code = append(code, built[:8]...)
 	haveMemory := false
 	for _, s := range secs {
-		switch s.id {
+		switch s.ID {
 		case secCount:
 			return nil, 0, nil, errors.New("module has a data count section")
 		case secMemory:
-			if memorySize, err = memoryMinimum(s.body); err != nil {
+			if memorySize, err = memoryMinimum(s.Body); err != nil {
 				return nil, 0, nil, fmt.Errorf("memory section: %w", err)
 			}
 			haveMemory = true
 		case secData:
-			if segs, err = activeSegments(s.body); err != nil {
+			if segs, err = activeSegments(s.Body); err != nil {
 				return nil, 0, nil, fmt.Errorf("data section: %w", err)
 			}
 			continue
 		}
-		code = appendSection(code, s.id, s.body)
+		code = wasmcheck.AppendSection(code, s.ID, s.Body)
 	}
 	if !haveMemory {
 		return nil, 0, nil, errors.New("module defines no memory")

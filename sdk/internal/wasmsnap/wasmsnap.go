@@ -19,12 +19,13 @@
 package wasmsnap
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/osmhq/osm/sdk/internal/wasmcheck"
 )
 
 // Section ids.
@@ -67,13 +68,13 @@ type Image struct {
 // read their values once the instance has initialised. The rest of the module is unchanged but for its custom
 // sections, which are dropped.
 func Probe(wasm []byte) (probe []byte, globals int, err error) {
-	secs, err := sections(wasm)
+	secs, err := wasmcheck.Sections(wasm)
 	if err != nil {
 		return nil, 0, err
 	}
 	for _, s := range secs {
-		if s.id == secGlobal {
-			if globals, err = count(s.body); err != nil {
+		if s.ID == secGlobal {
+			if globals, err = count(s.Body); err != nil {
 				return nil, 0, fmt.Errorf("global section: %w", err)
 			}
 		}
@@ -82,25 +83,25 @@ func Probe(wasm []byte) (probe []byte, globals int, err error) {
 	out = append(out, wasm[:8]...)
 	exported := false
 	for _, s := range secs {
-		if s.id == secCustom {
+		if s.ID == secCustom {
 			continue
 		}
-		body := s.body
-		if s.id == secExport {
+		body := s.Body
+		if s.ID == secExport {
 			if body, err = appendGlobalExports(body, globals); err != nil {
 				return nil, 0, fmt.Errorf("export section: %w", err)
 			}
 			exported = true
 		}
-		if s.id >= secStart && !exported {
+		if s.ID >= secStart && !exported {
 			// A module without exports gets the section where the order of sections puts it.
-			out = appendSection(out, secExport, mustGlobalExports(globals))
+			out = wasmcheck.AppendSection(out, secExport, mustGlobalExports(globals))
 			exported = true
 		}
-		out = appendSection(out, s.id, body)
+		out = wasmcheck.AppendSection(out, s.ID, body)
 	}
 	if !exported {
-		out = appendSection(out, secExport, mustGlobalExports(globals))
+		out = wasmcheck.AppendSection(out, secExport, mustGlobalExports(globals))
 	}
 	return out, globals, nil
 }
@@ -112,7 +113,7 @@ func Build(wasm []byte, img Image) ([]byte, error) {
 	if len(img.Memory)%pageSize != 0 {
 		return nil, fmt.Errorf("memory image of %d bytes is not a whole number of pages", len(img.Memory))
 	}
-	secs, err := sections(wasm)
+	secs, err := wasmcheck.Sections(wasm)
 	if err != nil {
 		return nil, err
 	}
@@ -121,12 +122,12 @@ func Build(wasm []byte, img Image) ([]byte, error) {
 	out = append(out, wasm[:8]...)
 	wroteData := false
 	for _, s := range secs {
-		body := s.body
-		switch s.id {
+		body := s.Body
+		switch s.ID {
 		case secCustom:
 			continue
 		case secStart, secCount:
-			return nil, fmt.Errorf("section %d cannot be rebuilt from a snapshot", s.id)
+			return nil, fmt.Errorf("section %d cannot be rebuilt from a snapshot", s.ID)
 		case secMemory:
 			body, err = memoryWithMinimum(body, uint64(len(img.Memory)/pageSize))
 		case secGlobal:
@@ -137,44 +138,15 @@ func Build(wasm []byte, img Image) ([]byte, error) {
 			body, wroteData = data, true
 		}
 		if err != nil {
-			return nil, fmt.Errorf("section %d: %w", s.id, err)
+			return nil, fmt.Errorf("section %d: %w", s.ID, err)
 		}
-		out = appendSection(out, s.id, body)
+		out = wasmcheck.AppendSection(out, s.ID, body)
 	}
 	if !wroteData {
 		// The data section follows every other known section, so the end of the module is its place.
-		out = appendSection(out, secData, data)
+		out = wasmcheck.AppendSection(out, secData, data)
 	}
 	return out, nil
-}
-
-type section struct {
-	id   byte
-	body []byte
-}
-
-func sections(wasm []byte) ([]section, error) {
-	if len(wasm) < 8 || !bytes.Equal(wasm[:8], []byte{0, 'a', 's', 'm', 1, 0, 0, 0}) {
-		return nil, errors.New("not a WebAssembly 1.0 binary module")
-	}
-	var secs []section
-	for pos := 8; pos < len(wasm); {
-		id := wasm[pos]
-		size, n := binary.Uvarint(wasm[pos+1:])
-		if n <= 0 || size > uint64(len(wasm)-pos-1-n) {
-			return nil, fmt.Errorf("section %d at offset %d: bad size", id, pos)
-		}
-		start := pos + 1 + n
-		secs = append(secs, section{id: id, body: wasm[start : start+int(size)]})
-		pos = start + int(size)
-	}
-	return secs, nil
-}
-
-func appendSection(out []byte, id byte, body []byte) []byte {
-	out = append(out, id)
-	out = binary.AppendUvarint(out, uint64(len(body)))
-	return append(out, body...)
 }
 
 // body reads a section body.
