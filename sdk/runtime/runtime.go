@@ -282,8 +282,9 @@ func (r *Runtime) compile(ctx context.Context, name, digest string, start startS
 }
 
 // compileModule compiles wasm through Extism, instrumented so that its code stops when its call's context ends
-// (package wasmstop, stop.go): every loop header of the guest checks a flag, which is what enforces the timeout
-// whatever the module's code does.
+// (package wasmstop, stop.go): the guest's loops and calls count, and every wasmstop.Interval counts it yields
+// to a listener that stops it once its context has ended, which is what enforces the timeout whatever the
+// module's code does. Instrumenting the Ubuntu plugin takes ~35 ms, once per load.
 func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*extism.CompiledPlugin, error) {
 	wasm, err := wasmstop.Instrument(wasm)
 	if err != nil {

@@ -2,6 +2,7 @@ package osc
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -150,6 +151,8 @@ func (r *Reconciler) oscReady(ctx context.Context, st *state) (bool, error) {
 	return c != nil && c.Status == metav1.ConditionTrue, nil
 }
 
+var oscResource = osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource()
+
 // readOSCStatus reads st.osc's status from the API server, once per reconcile. The OSC read must be the one
 // the reconcile decided on: another one (replaced meanwhile) is a conflict, and the reconcile is retried.
 func (r *Reconciler) readOSCStatus(ctx context.Context, st *state) error {
@@ -161,15 +164,14 @@ func (r *Reconciler) readOSCStatus(ctx context.Context, st *state) error {
 		reader = r.Mgmt
 	}
 	live := &osmv1alpha1.OperatingSystemConfig{}
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(st.osc), live); err != nil {
-		if apierrors.IsNotFound(err) {
-			return apierrors.NewConflict(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), st.osc.Name, err)
-		}
+	err := reader.Get(ctx, client.ObjectKeyFromObject(st.osc), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		return apierrors.NewConflict(oscResource, st.osc.Name, err)
+	case err != nil:
 		return fmt.Errorf("reading the status of OperatingSystemConfig %s: %w", st.osc.Name, err)
-	}
-	if live.UID != st.osc.UID {
-		return apierrors.NewConflict(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), st.osc.Name,
-			fmt.Errorf("replaced since it was read"))
+	case live.UID != st.osc.UID:
+		return apierrors.NewConflict(oscResource, st.osc.Name, errors.New("replaced since it was read"))
 	}
 	st.osc.Status, st.oscStatusRead = live.Status, true
 	return nil

@@ -149,33 +149,34 @@ func code(body []byte, g globals, yield uint32) ([]byte, error) {
 		}
 		code := body[k : k+int(size)]
 		body = body[k+int(size):]
+		// The body is copied in runs, up to and including each loop instruction, followed by a tick.
 		fn = fn[:0]
-		codeAt, startsWithLoop := 0, false
+		codeAt, copied := 0, 0
 		_, err := wasmcheck.Instructions(code, func(in wasmcheck.Instruction) error {
 			if codeAt == 0 {
-				codeAt, startsWithLoop = in.At, in.Op == 0x03
-				fn = append(fn, code[:in.At]...) // the locals
+				codeAt = in.At
+				if in.Op != 0x03 {
+					// A function that does not start with a loop (one whose loop never runs, say) ticks on
+					// entry, so that calls, recursive ones included, tick as loops do.
+					fn = append(append(fn, code[:in.At]...), tick...)
+					copied = in.At
+				}
 			}
 			switch {
 			case (in.Op == 0x23 || in.Op == 0x24) && in.Index >= g.ticks:
 				return fmt.Errorf("global %d does not exist", in.Index)
 			case (in.Op == 0x10 || in.Op == 0xd2) && in.Index >= yield:
 				return fmt.Errorf("function %d does not exist", in.Index)
-			}
-			fn = append(fn, code[in.At:in.Next]...)
-			if in.Op == 0x03 { // loop
-				fn = append(fn, tick...)
+			case in.Op == 0x03: // loop
+				fn = append(append(fn, code[copied:in.Next]...), tick...)
+				copied = in.Next
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, fmt.Errorf("function %d: %w", i, err)
 		}
-		if !startsWithLoop {
-			// A function that does not start with a loop (one whose loop never runs, say) ticks on entry, so
-			// that calls, recursive ones included, tick as loops do.
-			fn = slices.Insert(fn, codeAt, tick...)
-		}
+		fn = append(fn, code[copied:]...)
 		out = binary.AppendUvarint(out, uint64(len(fn)))
 		out = append(out, fn...)
 	}
