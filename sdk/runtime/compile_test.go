@@ -45,6 +45,9 @@ func TestModulesRefusedBeforeCompiling(t *testing.T) {
 			wantMsg: "control instructions 5001 in function 0"},
 		{name: "too many costly functions", wasm: costly, wantMsg: "compile cost (sum of squared control instructions per function) 69120000 in function 2 exceeds the limit of 64000000"},
 		{name: "WASI command", wasm: command, wantMsg: "rebuild it as a library: GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared"},
+		// 15 bytes claiming 2^32 data segments: wazero allocated for them and the process died (out of memory).
+		{name: "a count that lies", wasm: []byte("\x00asm\x01\x00\x00\x00\x0b\x05\xff\xff\xff\xff\x0f"),
+			wantMsg: "section 11: 4294967295 entries declared in 0 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

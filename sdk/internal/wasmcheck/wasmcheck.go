@@ -171,13 +171,30 @@ type checker struct {
 	bodies   uint32 // bodies the code section holds
 }
 
+// vectorSections are the sections whose body is a vector: a count, then that many entries (type, import,
+// function, table, memory, global, export, element, code, data).
+var vectorSections = map[byte]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 9: true, 10: true, 11: true}
+
 // section reads the sections that matter for the limits and the exports; the compiler reads the others.
 // A limit breach is returned; malformed input is left in r.err.
 func (c *checker) section(id byte, r *reader) error {
+	if vectorSections[id] {
+		// Every vector section's entries are counted first (see counts.go).
+		peek := *r
+		if peek.count(); peek.err != nil {
+			r.err = peek.err
+			return nil
+		}
+	}
 	switch id {
+	case 0:
+		c.custom(r)
 	case 1:
-		c.mod.Types = r.u32()
-		r.pos = len(r.b)
+		c.types(r)
+	case 9:
+		c.elements(r)
+	case 11:
+		c.data(r)
 	case 6:
 		c.mod.Globals = r.u32()
 		r.pos = len(r.b)

@@ -139,3 +139,31 @@ func TestAcceptsWhatWazeroCompiles(t *testing.T) {
 		}
 	}
 }
+
+// TestLyingCountsAreRefused: modules of a few bytes whose counts claim 2^32 entries. wazero allocates for each
+// of these counts before reading the entries, and each of these modules, given to wazero, ended the test
+// process with "fatal error: runtime: out of memory". Check must refuse every one.
+func TestLyingCountsAreRefused(t *testing.T) {
+	const huge = "\xff\xff\xff\xff\x0f"
+	section := func(id byte, body string) []byte {
+		return append(append([]byte("\x00asm\x01\x00\x00\x00"), id, byte(len(body))), body...)
+	}
+	for name, wasm := range map[string][]byte{
+		"data segments":                section(11, huge),
+		"a data segment's bytes":       section(11, "\x01\x01"+huge),
+		"types":                        section(1, huge),
+		"a type's parameters":          section(1, "\x01\x60"+huge),
+		"a type's results":             section(1, "\x01\x60\x00"+huge),
+		"element segments":             section(9, huge),
+		"an element segment's entries": section(9, "\x01\x00\x41\x00\x0b"+huge),
+		"exports":                      section(7, huge),
+		"globals":                      section(6, huge),
+		"imports":                      section(2, huge),
+		"function names":               section(0, "\x04name\x01\x05"+huge),
+		"local names":                  section(0, "\x04name\x02\x05"+huge),
+	} {
+		if _, err := Check(wasm, Limits{}); err == nil || !strings.Contains(err.Error(), "entries declared in") {
+			t.Errorf("%s: %v, want the count refused", name, err)
+		}
+	}
+}

@@ -1,0 +1,123 @@
+package wasmcheck
+
+// wazero's decoder allocates for every count it reads before it reads the entries counted, and a count can
+// claim 2^32 entries in five bytes: a module of a few bytes took the process down with "fatal error: runtime:
+// out of memory", which no recover catches. So Check reads every count wazero allocates for (the entries of
+// every vector section, a type's parameters and results, an element segment's entries, a data segment's bytes,
+// the name section's maps) and refuses any larger than the bytes left to hold its entries, one byte at least
+// each. TestLyingCountsAreRefused replays the attack for each.
+
+// count reads a vector's length, which cannot exceed the bytes left.
+func (r *reader) count() uint32 {
+	n := r.u32()
+	if r.err == nil && uint64(n) > uint64(len(r.b)-r.pos) {
+		r.fail("%d entries declared in %d bytes", n, len(r.b)-r.pos)
+		return 0
+	}
+	return n
+}
+
+// types reads the type section.
+func (c *checker) types(r *reader) {
+	n := r.count()
+	c.mod.Types = n
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		if form := r.byte(); r.err == nil && form != 0x60 {
+			r.fail("type %d has form %#x", i, form)
+		}
+		for range 2 { // parameters, results
+			for k := r.count(); k > 0 && r.err == nil; k-- {
+				r.valType()
+			}
+		}
+	}
+}
+
+// elements reads the element section.
+func (c *checker) elements(r *reader) {
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		flags := r.u32()
+		if flags > 7 {
+			r.fail("element segment with flags %d", flags)
+			return
+		}
+		if flags&3 == 2 {
+			r.u32() // table index
+		}
+		if flags&1 == 0 {
+			r.constExpr() // offset
+		}
+		if flags&3 != 0 {
+			r.byte() // element kind or reference type
+		}
+		for k := r.count(); k > 0 && r.err == nil; k-- {
+			if flags&4 == 0 {
+				r.u32() // function index
+			} else {
+				r.constExpr()
+			}
+		}
+	}
+}
+
+// data reads the data section.
+func (c *checker) data(r *reader) {
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		switch flags := r.u32(); flags {
+		case 0:
+			r.constExpr()
+		case 1:
+		case 2:
+			r.u32() // memory index
+			r.constExpr()
+		default:
+			r.fail("data segment with flags %d", flags)
+			return
+		}
+		r.bytes(r.count())
+	}
+}
+
+// custom reads the name section, the one custom section wazero decodes: module, function and local names.
+func (c *checker) custom(r *reader) {
+	if r.name() != "name" {
+		r.pos = len(r.b)
+		return
+	}
+	for !r.done() {
+		id := r.byte()
+		sub := &reader{b: r.bytes(r.u32())}
+		switch id {
+		case 1: // function names
+			sub.nameMap()
+		case 2: // local names
+			for n := sub.count(); n > 0 && sub.err == nil; n-- {
+				sub.u32()
+				sub.nameMap()
+			}
+		}
+		if sub.err != nil {
+			r.fail("name section: %v", sub.err)
+		}
+	}
+}
+
+func (r *reader) nameMap() {
+	for n := r.count(); n > 0 && r.err == nil; n-- {
+		r.u32()
+		r.name()
+	}
+}
+
+// constExpr reads a constant expression, up to its end.
+func (r *reader) constExpr() {
+	for r.err == nil {
+		op := r.byte()
+		if op == 0x0b || r.err != nil {
+			return
+		}
+		if err := skipImmediates(r, op); err != nil {
+			r.fail("%v", err)
+		}
+	}
+}
