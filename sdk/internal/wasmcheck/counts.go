@@ -109,6 +109,14 @@ func (r *reader) nameMap() {
 	}
 }
 
+// table refuses a table whose minimum size exceeds the functions a module may have: wazero allocates the
+// whole table for every instance (a 17-byte module with 2^27 entries took 1 GiB of heap per instance).
+func (c *checker) table(minimum uint32, r *reader) {
+	if r.err == nil && minimum > c.limits.Functions {
+		r.fail("table of %d entries exceeds the limit of %d (functions)", minimum, c.limits.Functions)
+	}
+}
+
 // constExpr reads a constant expression, up to its end.
 func (r *reader) constExpr() {
 	for r.err == nil {

@@ -100,15 +100,18 @@ func (r *reader) valType() byte {
 	return t
 }
 
-func (r *reader) limits() {
+// limits reads a table's or a memory's limits and returns the minimum.
+func (r *reader) limits() uint32 {
 	switch flags := r.byte(); flags {
 	case 0x00, 0x02:
-		r.u32()
+		return r.u32()
 	case 0x01, 0x03:
+		minimum := r.u32()
 		r.u32()
-		r.u32()
+		return minimum
 	default:
 		r.fail("unsupported limits flags %#x", flags)
+		return 0
 	}
 }
 

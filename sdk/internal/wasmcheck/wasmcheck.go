@@ -191,6 +191,11 @@ func (c *checker) section(id byte, r *reader) error {
 		c.custom(r)
 	case 1:
 		c.types(r)
+	case 4:
+		for n := r.count(); n > 0 && r.err == nil; n-- {
+			r.byte()
+			c.table(r.limits(), r)
+		}
 	case 9:
 		c.elements(r)
 	case 11:
@@ -240,7 +245,7 @@ func (c *checker) imports(r *reader) {
 			c.imported++
 		case KindTable:
 			r.byte()
-			r.limits()
+			c.table(r.limits(), r)
 			c.unsnapshottable("it imports a table")
 		case KindMemory:
 			r.limits()

@@ -166,4 +166,9 @@ func TestLyingCountsAreRefused(t *testing.T) {
 			t.Errorf("%s: %v, want the count refused", name, err)
 		}
 	}
+	// A table wazero allocates whole for every instance: 2^27 entries were 1 GiB of heap each.
+	table := section(4, "\x01\x70\x00\x80\x80\x80\x40")
+	if _, err := Check(table, Limits{}); err == nil || !strings.Contains(err.Error(), "table of 134217728 entries exceeds the limit of 100000") {
+		t.Errorf("a table of 2^27 entries: %v, want it refused", err)
+	}
 }
