@@ -109,11 +109,43 @@ func (r *reader) nameMap() {
 	}
 }
 
-// table refuses a table whose minimum size exceeds the functions a module may have: wazero allocates the
-// whole table for every instance (a 17-byte module with 2^27 entries took 1 GiB of heap per instance).
-func (c *checker) table(minimum uint32, r *reader) {
-	if r.err == nil && minimum > c.limits.Functions {
-		r.fail("table of %d entries exceeds the limit of %d (functions)", minimum, c.limits.Functions)
+// table records a table's limits and refuses it when the entries of all the module's tables could exceed the
+// functions a module may have. wazero allocates every table whole for each instance, outside the memory limit:
+// a 17-byte module with 2^27 entries took 1 GiB of heap per instance, and 2,000 tables of 100,000 entries in
+// 10 KB took 1.5 GiB.
+func (c *checker) table(t tableLimits, r *reader) {
+	if r.err != nil {
+		return
+	}
+	c.tables = append(c.tables, t)
+	c.tableEntries += uint64(t.min)
+	c.checkTableEntries(r)
+}
+
+// tableGrow accounts for a table.grow on table x: the table may then reach its maximum, which it must declare.
+// wazero grows a table by whatever the guest asks up to 2^32 entries, and a module growing one by 2^31 ended
+// the process with "fatal error: out of memory".
+func (c *checker) tableGrow(x uint32, r *reader) {
+	if x >= uint32(len(c.tables)) {
+		r.fail("table.grow on table %d of %d", x, len(c.tables))
+		return
+	}
+	t := &c.tables[x]
+	if t.grown {
+		return
+	}
+	if !t.hasMax {
+		r.fail("table.grow on table %d, which declares no maximum", x)
+		return
+	}
+	t.grown = true
+	c.tableEntries += uint64(t.max) - uint64(min(t.min, t.max))
+	c.checkTableEntries(r)
+}
+
+func (c *checker) checkTableEntries(r *reader) {
+	if c.tableEntries > uint64(c.limits.Functions) {
+		r.fail("tables of %d entries in all exceed the limit of %d (functions)", c.tableEntries, c.limits.Functions)
 	}
 }
 

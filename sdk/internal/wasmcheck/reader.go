@@ -100,18 +100,22 @@ func (r *reader) valType() byte {
 	return t
 }
 
-// limits reads a table's or a memory's limits and returns the minimum.
-func (r *reader) limits() uint32 {
+// tableLimits are a table's or a memory's limits. grown marks a table some table.grow may grow.
+type tableLimits struct {
+	min, max      uint32
+	hasMax, grown bool
+}
+
+// limits reads a table's or a memory's limits.
+func (r *reader) limits() tableLimits {
 	switch flags := r.byte(); flags {
 	case 0x00, 0x02:
-		return r.u32()
+		return tableLimits{min: r.u32()}
 	case 0x01, 0x03:
-		minimum := r.u32()
-		r.u32()
-		return minimum
+		return tableLimits{min: r.u32(), max: r.u32(), hasMax: true}
 	default:
 		r.fail("unsupported limits flags %#x", flags)
-		return 0
+		return tableLimits{}
 	}
 }
 

@@ -169,6 +169,9 @@ type checker struct {
 	imported uint32 // imported functions
 	defined  uint32 // functions the function section declares
 	bodies   uint32 // bodies the code section holds
+	// tables are the imported then the defined tables; tableEntries the entries they may hold in all.
+	tables       []tableLimits
+	tableEntries uint64
 }
 
 // vectorSections are the sections whose body is a vector: a count, then that many entries (type, import,
@@ -353,6 +356,9 @@ func (c *checker) noteStateChange(op byte, r *reader) {
 			c.unsnapshottable("it uses passive data (memory.init, data.drop)")
 		case 12, 13, 14, 15, 17: // table.init, elem.drop, table.copy, table.grow, table.fill
 			c.unsnapshottable("it changes a table (0xfc " + strconv.Itoa(int(sub)) + ")")
+			if sub == 15 {
+				c.tableGrow(peek.u32(), r)
+			}
 		}
 	}
 }

@@ -166,9 +166,54 @@ func TestLyingCountsAreRefused(t *testing.T) {
 			t.Errorf("%s: %v, want the count refused", name, err)
 		}
 	}
-	// A table wazero allocates whole for every instance: 2^27 entries were 1 GiB of heap each.
-	table := section(4, "\x01\x70\x00\x80\x80\x80\x40")
-	if _, err := Check(table, Limits{}); err == nil || !strings.Contains(err.Error(), "table of 134217728 entries exceeds the limit of 100000") {
-		t.Errorf("a table of 2^27 entries: %v, want it refused", err)
+}
+
+// TestTablesAreBounded: wazero allocates every table whole for each instance and grows one by whatever
+// table.grow asks, on the Go heap and outside the memory limit. Without these checks a module growing a table
+// by 2^31 entries ended the process with "fatal error: out of memory", and 2,000 tables of 100,000 entries
+// (10 KB of module) took 1.5 GiB per instance. The entries all tables may reach are bounded by the function
+// limit.
+func TestTablesAreBounded(t *testing.T) {
+	u32 := func(v uint32) *uint32 { return &v }
+	many := make([]wasmtest.Table, 2_000)
+	for i := range many {
+		many[i].Min = 100_000
+	}
+	grow := func(table byte) []byte { // table.grow table by 2^31 - 1 entries
+		code := append([]byte{0xd0, 0x70}, wasmtest.I32ConstS(0x7fffffff)...)
+		return append(code, 0xfc, 0x0f, table, 0x1a)
+	}
+	tests := []struct {
+		name   string
+		tables []wasmtest.Table
+		code   []byte
+		want   string // empty: accepted
+	}{
+		{name: "one table of 2^27 entries", tables: []wasmtest.Table{{Min: 1 << 27}},
+			want: "tables of 134217728 entries in all exceed the limit of 100000"},
+		{name: "2,000 tables of 100,000 entries", tables: many,
+			want: "tables of 200000 entries in all exceed the limit of 100000"}, // refused at the second
+		{name: "tables at the limit", tables: []wasmtest.Table{{Min: 60_000}, {Min: 40_000}}},
+		{name: "table.grow on a table without a maximum", tables: []wasmtest.Table{{Min: 0}}, code: grow(0),
+			want: "table.grow on table 0, which declares no maximum"},
+		{name: "table.grow up to a maximum beyond the limit", tables: []wasmtest.Table{{Min: 0, Max: u32(1 << 31)}}, code: grow(0),
+			want: "tables of 2147483648 entries in all exceed the limit of 100000"},
+		{name: "table.grow up to a maximum with the others beyond the limit", tables: []wasmtest.Table{{Min: 90_000}, {Min: 1, Max: u32(20_000)}},
+			code: grow(1), want: "tables of 110000 entries in all exceed the limit of 100000"},
+		{name: "table.grow on a table that does not exist", tables: []wasmtest.Table{{Min: 1, Max: u32(1)}}, code: grow(1),
+			want: "table.grow on table 1 of 1"},
+		{name: "table.grow up to a maximum within the limit", tables: []wasmtest.Table{{Min: 10, Max: u32(50_000)}}, code: append(grow(0), grow(0)...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wasm := wasmtest.Module{Tables: tt.tables, Funcs: []wasmtest.Func{{Code: tt.code}}}.Bytes()
+			_, err := Check(wasm, Limits{})
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }

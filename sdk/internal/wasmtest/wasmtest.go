@@ -49,6 +49,15 @@ type Module struct {
 	Start *uint32
 	// Data, when set, is copied into memory 0 at address 0.
 	Data []byte
+	// Tables defines funcref tables, in order.
+	Tables []Table
+}
+
+// Table is one funcref table's limits.
+type Table struct {
+	Min uint32
+	// Max, when set, is the table's maximum size.
+	Max *uint32
 }
 
 // Bytes assembles the module.
@@ -88,6 +97,17 @@ func (m Module) Bytes() []byte {
 		out = Section(out, 2, imports...)
 	}
 	out = Section(out, 3, funcs...)
+	if len(m.Tables) > 0 {
+		var tables [][]byte
+		for _, t := range m.Tables {
+			if t.Max == nil {
+				tables = append(tables, append([]byte{0x70, 0x00}, U32(t.Min)...))
+			} else {
+				tables = append(tables, append(append([]byte{0x70, 0x01}, U32(t.Min)...), U32(*t.Max)...))
+			}
+		}
+		out = Section(out, 4, tables...)
+	}
 	if m.Memory > 0 {
 		out = Section(out, 5, append([]byte{0x00}, U32(m.Memory)...))
 		exports = append(exports, append(Name("memory"), 0x02, 0x00))
