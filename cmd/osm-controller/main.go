@@ -110,7 +110,7 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.Var(&p.cacheDir, "plugin-cache-dir", "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
 	fs.DurationVar(&p.timeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
 	fs.Uint64Var(&p.memoryMiB, "plugin-memory-limit-mib", runtime.DefaultMemoryLimit>>20, "Memory cap of each plugin instance, in MiB.")
-	fs.Uint64Var(&p.budgetMiB, "plugin-memory-budget-mib", runtime.DefaultMemoryBudget>>20, "Memory of all plugin calls at once, in MiB: each call reserves its instance's cap (plus its input and output) first.")
+	fs.Uint64Var(&p.budgetMiB, "plugin-memory-budget-mib", runtime.DefaultMemoryBudget>>20, "Memory of all plugin calls at once, in MiB: each call reserves its instance's cap (plus its input, output and call stack) first. The Go heap's memory limit is the cgroup's less this budget.")
 	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
 	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
 	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
@@ -119,7 +119,14 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.DurationVar(&p.pull, "plugin-pull-timeout", plugin.DefaultPullTimeout, "Longest a plugin image pull may take, every byte included.")
 }
 
+// config returns the plugin manager's configuration. It also sets the process's Go memory limit, which the
+// plugin memory budget decides (app.SetGoMemoryLimit): both the controller and the webhook server run plugins.
 func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
+	if limit, why := app.SetGoMemoryLimit("/sys/fs/cgroup", p.budgetMiB<<20); limit > 0 {
+		log.Info("Go memory limit set", "limitMiB", limit>>20, "from", why)
+	} else {
+		log.Info("no Go memory limit set", "reason", why)
+	}
 	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20, MemoryBudget: p.budgetMiB << 20,
 		MaxLoadedModules: p.maxLoaded, IdleTimeout: p.idle,
 		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP, PullTimeout: p.pull}}

@@ -273,7 +273,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 	})
 
 	t.Run("a hostile plugin fails only its MachineDeployments", func(t *testing.T) {
-		names := []string{"loop-a", "panic-a", "oom-a", "garbage-a", "error-a", "healthy-a", "healthy-b"}
+		names := []string{"loop-a", "panic-a", "oom-a", "recurse-a", "recurse-b", "garbage-a", "error-a", "healthy-a", "healthy-b"}
 		for _, n := range names {
 			if err := c.Create(ctx, newMD(t, n, "testos", "openstack", "osp-testos")); err != nil {
 				t.Fatal(err)
@@ -282,7 +282,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		for _, n := range []string{"healthy-a", "healthy-b"} {
 			waitForSecret(t, c, n+"-kube-system-bootstrap-config", "1")
 		}
-		for _, n := range []string{"loop-a", "panic-a", "oom-a", "garbage-a", "error-a"} {
+		for _, n := range []string{"loop-a", "panic-a", "oom-a", "recurse-a", "recurse-b", "garbage-a", "error-a"} {
 			got := &osmv1alpha1.OperatingSystemConfig{}
 			eventually(t, wait, n+" reports its failure", func() error {
 				if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: n + ".kube-system-config"}, got); err != nil {

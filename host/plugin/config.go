@@ -31,9 +31,9 @@ type Config struct {
 	MemoryLimit uint64
 	// Timeout bounds each plugin call. Default runtime.DefaultTimeout.
 	Timeout time.Duration
-	// MemoryBudget bounds the linear memory of all plugin calls at once, across every loaded module: each call
-	// reserves its instance's worst case (MemoryLimit plus its input and output) first. Default
-	// runtime.DefaultMemoryBudget.
+	// MemoryBudget bounds the memory of all plugin calls at once, across every loaded module: each call
+	// reserves its instance's worst case (MemoryLimit plus its input and output plus runtime.MaxStackBytes of
+	// call stack) first. Default runtime.DefaultMemoryBudget.
 	MemoryBudget uint64
 	// MaxLoadedModules bounds the modules kept loaded. Beyond it the least recently used module without a call
 	// in flight is unloaded; its next call loads it again (from CacheDir: a tenth of a second). Default

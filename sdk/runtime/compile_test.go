@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -48,6 +49,13 @@ func TestModulesRefusedBeforeCompiling(t *testing.T) {
 		// 15 bytes claiming 2^32 data segments: wazero allocated for them and the process died (out of memory).
 		{name: "a count that lies", wasm: []byte("\x00asm\x01\x00\x00\x00\x0b\x05\xff\xff\xff\xff\x0f"),
 			wantMsg: "section 11: 4294967295 entries declared in 0 bytes"},
+		// Growing a table by 2^31 entries at load ended the process (fatal error: out of memory).
+		{name: "table.grow without a maximum", wasm: tableModule([]wasmtest.Table{{}},
+			slices.Concat([]byte{0xd0, 0x70}, wasmtest.I32ConstS(0x7fffffff), []byte{0xfc, 0x0f, 0x00, 0x1a})),
+			wantMsg: "table.grow on table 0, which declares no maximum"},
+		// 2,000 tables of 100,000 entries in 10 KB: 1.5 GiB of heap per instance.
+		{name: "many large tables", wasm: tableModule(slices.Repeat([]wasmtest.Table{{Min: 100_000}}, 2_000), nil),
+			wantMsg: "tables of 200000 entries in all exceed the limit of 100000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +70,15 @@ func TestModulesRefusedBeforeCompiling(t *testing.T) {
 	if n := compiles.Load(); n != 0 {
 		t.Errorf("%d modules were compiled, want none", n)
 	}
+}
+
+// tableModule is a plugin with these tables whose osm_metadata runs code first (TestTablesWithinTheLimitLoad
+// loads it when its tables are within the limit).
+func tableModule(tables []wasmtest.Table, code []byte) []byte {
+	return wasmtest.Module{Imports: handImports, Memory: 1, Data: []byte(handMetadata), Tables: tables, Funcs: []wasmtest.Func{
+		{Results: []byte{wasmtest.I32}, Locals: []byte{wasmtest.I64, wasmtest.I32}, Code: append(code, writeOutput([]byte(handMetadata))...), Export: "osm_metadata"},
+		{Results: []byte{wasmtest.I32}, Code: wasmtest.I32Const(0), Export: "osm_render"},
+	}}.Bytes()
 }
 
 // TestRealCommandModuleRefused builds a plugin the way the attack's author did, without -buildmode=c-shared, and
@@ -113,4 +130,20 @@ func TestSlowCompileLeavesALane(t *testing.T) {
 	}
 	// The slow module compiles, then fails for lack of exports: it was never an attack on correctness.
 	checkError(t, "slow module", <-slowErr, runtime.ReasonMissingExport, "module does not export osm_metadata")
+}
+
+// TestTablesWithinTheLimitLoad: the modules TestModulesRefusedBeforeCompiling refuses for their tables load when
+// the tables stay within the limit, so it is the tables that were refused.
+func TestTablesWithinTheLimitLoad(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	maximum := uint32(1_000)
+	for name, wasm := range map[string][]byte{
+		"table.grow up to a maximum": tableModule([]wasmtest.Table{{Max: &maximum}},
+			slices.Concat([]byte{0xd0, 0x70}, wasmtest.I32ConstS(1_000), []byte{0xfc, 0x0f, 0x00, 0x1a})),
+		"ten tables of 10,000 entries": tableModule(slices.Repeat([]wasmtest.Table{{Min: 10_000}}, 10), nil),
+	} {
+		if _, err := rt.Load(context.Background(), "tables", wasm); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
 }

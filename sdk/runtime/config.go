@@ -19,9 +19,20 @@ const (
 	// user-data must fit a 1 MiB Kubernetes Secret, so a larger render is useless anyway.
 	DefaultMaxRequestBytes  = 4 << 20
 	DefaultMaxResponseBytes = 4 << 20
-	// DefaultMemoryBudget lets five calls with the default limits (73 MiB each) run at once, so that a
-	// controller fits a 512 MiB pod even if every one of them used all its memory.
-	DefaultMemoryBudget = 384 << 20
+	// DefaultMemoryBudget lets two calls with the default limits (201 MiB each: 64 MiB of guest memory, 9 MiB
+	// for input and output, MaxStackBytes of call stack) run at once, even if both used all their memory.
+	DefaultMemoryBudget = 512 << 20
+	// MaxStackBytes is the most call stack one call can hold at once. wazero keeps a call's stack on the Go
+	// heap and doubles it as the guest recurses, until it passes a ceiling the host cannot lower (50 MB): a
+	// guest recursing without end traps with a stack overflow after allocating an 84 MB stack while still
+	// holding the 42 MB one it copies from. A Go plugin keeps its goroutine stacks in its linear memory and
+	// uses a few KiB of this one. Every call reserves MaxStackBytes from the budget, and the stacks a deep
+	// call outgrew are garbage only a collection frees, so a host must also bound its Go heap with a memory
+	// limit (osm-controller sets one from its cgroup: host/app SetGoMemoryLimit). Measured with sixteen
+	// recursing calls under a budget of two (TestDeepRecursionStaysWithinTheBudget): with both, the process
+	// grew by 263–270 MiB for a 290 MiB budget; with the reservation alone by 519–613 MiB; with neither by
+	// 530–544 MiB for a 34 MiB budget.
+	MaxStackBytes = 128 << 20
 	// DefaultMaxModuleBytes is seven times the largest default plugin (4.5 MB).
 	DefaultMaxModuleBytes = 32 << 20
 	// DefaultCompileConcurrency: two compilations at once, so a slow one (a large hostile module within the
@@ -62,10 +73,10 @@ type Config struct {
 	// fails with ReasonInvalidOutput, naming the limit, before anything is copied into the host. Default
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int
-	// MemoryBudget bounds the linear memory of all instances at once, across modules. Each call reserves its
-	// instance's worst case (MemoryLimit plus the kernel's MaxRequestBytes+MaxResponseBytes+1 MiB) before the
-	// instance is created and waits, within its context, while the budget is spent. Default
-	// DefaultMemoryBudget; it must hold at least one call.
+	// MemoryBudget bounds the memory of all instances at once, across modules. Each call reserves its
+	// instance's worst case (MemoryLimit, plus the kernel's MaxRequestBytes+MaxResponseBytes+1 MiB, plus
+	// MaxStackBytes of call stack) before the instance is created and waits, within its context, while the
+	// budget is spent. Default DefaultMemoryBudget; it must hold at least one call.
 	MemoryBudget uint64
 	// MaxModuleBytes bounds the size of a module's binary. Default DefaultMaxModuleBytes.
 	MaxModuleBytes int
@@ -130,8 +141,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.MemoryBudget = max(DefaultMemoryBudget, c.callMemory())
 	}
 	if c.MemoryBudget < c.callMemory() {
-		return c, fmt.Errorf("memory budget %d MiB holds not even one call (memory limit %d MiB plus %d MiB for input and output)",
-			c.MemoryBudget>>20, c.MemoryLimit>>20, c.ioMemory()>>20)
+		return c, fmt.Errorf("memory budget %d MiB holds not even one call (%s)", c.MemoryBudget>>20, c.callMemoryParts())
 	}
 	return c, nil
 }
@@ -144,5 +154,11 @@ func (c Config) ioMemory() uint64 {
 	return (n + wasmPageSize - 1) / wasmPageSize * wasmPageSize
 }
 
-// callMemory is the most linear memory one call's instance can hold: the guest's and the kernel's.
-func (c Config) callMemory() uint64 { return c.MemoryLimit + c.ioMemory() }
+// callMemory is the most memory one call's instance can hold: the guest's and the kernel's linear memory and
+// the call stack.
+func (c Config) callMemory() uint64 { return c.MemoryLimit + c.ioMemory() + MaxStackBytes }
+
+// callMemoryParts spells out callMemory for error messages.
+func (c Config) callMemoryParts() string {
+	return fmt.Sprintf("memory limit %d MiB plus %d MiB for input and output plus %d MiB of call stack", c.MemoryLimit>>20, c.ioMemory()>>20, MaxStackBytes>>20)
+}

@@ -12,10 +12,11 @@
 //     it once the call's context has ended; from the module's start function and _initialize through the
 //     export. The module cannot reach the counter, the flag or the yield function.
 //   - Every call runs on a fresh instance, closed when it returns: no state reaches the next call.
-//   - Each call reserves its instance's worst-case linear memory from a budget shared by all modules
-//     (Config.MemoryBudget) before the instance exists; the Extism kernel's memory, which holds the input and
-//     the output, is capped at MaxRequestBytes+MaxResponseBytes+1 MiB, so an oversized output fails before
-//     it is copied into the host.
+//   - Each call reserves its instance's worst-case memory (linear memory and MaxStackBytes of call stack) from
+//     a budget shared by all modules (Config.MemoryBudget) before the instance exists; the Extism kernel's
+//     memory, which holds the input and the output, is capped at MaxRequestBytes+MaxResponseBytes+1 MiB, so an
+//     oversized output fails before it is copied into the host. The call stacks live on the host's Go heap:
+//     a host bounds it with a Go memory limit, or deep calls leave garbage beyond the budget.
 //
 // A Runtime compiles each module once per digest (sha256 of its bytes) and keeps the machine code both in
 // memory and, when Config.CacheDir is set, on disk, so a restarted controller is ready to render in about a

@@ -16,7 +16,7 @@ import (
 // few timeouts with ReasonTimeout, while a healthy plugin keeps rendering on the same runtime.
 func TestEndlessLoopsAreInterrupted(t *testing.T) {
 	// A budget large enough that no call waits for memory: the time measured is the guest's.
-	rt := newRuntime(t, runtime.Config{Timeout: hostileTimeout, MemoryBudget: 1 << 30})
+	rt := newRuntime(t, runtime.Config{Timeout: hostileTimeout, MemoryBudget: 2 << 30})
 	ctx := context.Background()
 	healthy := load(t, rt, "healthy")
 

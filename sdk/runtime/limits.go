@@ -29,8 +29,7 @@ func (c Config) limits() (*Limits, error) {
 		return NewLimits(c.MemoryBudget, c.CompileConcurrency), nil
 	}
 	if c.Limits.memory.size < c.callMemory() {
-		return nil, fmt.Errorf("shared memory budget %d MiB holds not even one call (memory limit %d MiB plus %d MiB for input and output)",
-			c.Limits.memory.size>>20, c.MemoryLimit>>20, c.ioMemory()>>20)
+		return nil, fmt.Errorf("shared memory budget %d MiB holds not even one call (%s)", c.Limits.memory.size>>20, c.callMemoryParts())
 	}
 	return c.Limits, nil
 }

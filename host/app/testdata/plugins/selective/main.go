@@ -44,6 +44,8 @@ func render() int32 {
 		for {
 			hoard = append(hoard, make([]byte, 1<<20))
 		}
+	case strings.HasPrefix(name, "recurse-"):
+		return int32(recurse(1 << 40))
 	case strings.HasPrefix(name, "garbage-"):
 		pdk.OutputString("this is {not json")
 		return 0
@@ -55,6 +57,14 @@ func render() int32 {
 	cfg.SetFile(abi.PlainFile("/etc/osm/rendered-by", 0o644, "selective\n"))
 	pdk.OutputJSON(abi.RenderResponse{ABIVersion: abi.Version, Config: cfg})
 	return 0
+}
+
+// recurse calls itself n deep: without end, in effect, for the n render passes.
+func recurse(n int) int {
+	if n == 0 {
+		return 0
+	}
+	return recurse(n-1) + 1
 }
 
 func main() {}
