@@ -53,6 +53,9 @@ func TestModulesRefusedBeforeCompiling(t *testing.T) {
 		{name: "table.grow without a maximum", wasm: tableModule([]wasmtest.Table{{}},
 			slices.Concat([]byte{0xd0, 0x70}, wasmtest.I32ConstS(0x7fffffff), []byte{0xfc, 0x0f, 0x00, 0x1a})),
 			wantMsg: "table.grow on table 0, which declares no maximum"},
+		// What wazero keeps per module and per instance: a 5 MB module of a million globals held 1.3 GiB once
+		// loaded; likewise, smaller, exports, data segments and element entries (wasmcheck TestCheckLimits).
+		{name: "a thousand and one globals", wasm: wasmtest.Module{Globals: 1_001}.Bytes(), wantMsg: "globals 1001 exceeds the limit of 1000"},
 		// 2,000 tables of 100,000 entries in 10 KB: 1.5 GiB of heap per instance.
 		{name: "many large tables", wasm: tableModule(slices.Repeat([]wasmtest.Table{{Min: 100_000}}, 2_000), nil),
 			wantMsg: "tables of 200000 entries in all exceed the limit of 100000"},

@@ -50,7 +50,9 @@ func (c *checker) elements(r *reader) {
 		if flags&3 != 0 {
 			r.byte() // element kind or reference type
 		}
-		for k := r.count(); k > 0 && r.err == nil; k-- {
+		k := r.count()
+		c.elementEntries += uint64(k)
+		for ; k > 0 && r.err == nil; k-- {
 			if flags&4 == 0 {
 				r.u32() // function index
 			} else {
@@ -62,7 +64,8 @@ func (c *checker) elements(r *reader) {
 
 // data reads the data section.
 func (c *checker) data(r *reader) {
-	for n := r.count(); n > 0 && r.err == nil; n-- {
+	c.dataSegments = r.count()
+	for n := c.dataSegments; n > 0 && r.err == nil; n-- {
 		switch flags := r.u32(); flags {
 		case 0:
 			r.constExpr()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -68,16 +70,52 @@ func TestCheckLimits(t *testing.T) {
 		{name: "nested", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Nested(11)}}}.Bytes(), limits: Limits{Branches: 10}, what: "control instructions"},
 		{name: "sequential", wasm: wasmtest.Module{Funcs: []wasmtest.Func{ifs(11)}}.Bytes(), limits: Limits{Branches: 10}, what: "control instructions"},
 		{name: "cost", wasm: wasmtest.Module{Funcs: []wasmtest.Func{ifs(10), ifs(10)}}.Bytes(), limits: Limits{Branches: 10, Cost: 150}, what: "compile cost"},
+		// The defaults: a 5 MB module of a million globals held 1.3 GiB of heap once loaded.
+		{name: "globals", wasm: wasmtest.Module{Globals: 1_001}.Bytes(), what: "globals 1001 exceeds the limit of 1000"},
+		{name: "exports", wasm: wasmtest.Module{Funcs: exported(10_001)}.Bytes(), what: "exports 10001 exceeds the limit of 10000"},
+		{name: "data segments", wasm: withSection(wasmtest.Module{Memory: 1}.Bytes(), 11, slices.Repeat([][]byte{{1, 0}}, 250_001)...),
+			what: "data segments 250001 exceeds the limit of 250000"},
+		{name: "element entries", wasm: withSection(wasmtest.Module{Tables: []wasmtest.Table{{Min: 1}}, Funcs: []wasmtest.Func{{}}}.Bytes(), 9,
+			append(append([]byte{1, 0}, wasmtest.U32(60_000)...), make([]byte, 60_000)...), append(append([]byte{1, 0}, wasmtest.U32(40_001)...), make([]byte, 40_001)...)),
+			what: "element entries 100001 exceeds the limit of 100000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Check(tt.wasm, tt.limits)
 			var le *LimitError
-			if !errors.As(err, &le) || !strings.HasPrefix(le.What, tt.what) {
+			if !errors.As(err, &le) || !strings.HasPrefix(le.Error(), tt.what) {
 				t.Fatalf("Check() = %v, want a %q limit error", err, tt.what)
 			}
 		})
 	}
+}
+
+// exported is n functions, each exported.
+func exported(n int) []wasmtest.Func {
+	fs := make([]wasmtest.Func, n)
+	for i := range fs {
+		fs[i].Export = "f" + strconv.Itoa(i)
+	}
+	return fs
+}
+
+// withSection returns wasm with a vector section of these items where the section order puts it.
+func withSection(wasm []byte, id byte, items ...[]byte) []byte {
+	secs, err := Sections(wasm)
+	if err != nil {
+		panic(err)
+	}
+	out, added := bytes.Clone(wasm[:8]), false
+	for _, s := range secs {
+		if !added && s.ID > id {
+			out, added = wasmtest.Section(out, id, items...), true
+		}
+		out = AppendSection(out, s.ID, s.Body)
+	}
+	if !added {
+		out = wasmtest.Section(out, id, items...)
+	}
+	return out
 }
 
 func TestCheckRefusesMalformed(t *testing.T) {
