@@ -39,6 +39,12 @@ type Limits struct {
 	// segments, which wazero keeps for the module and copies for every instance, outside the memory limit;
 	// the entries of all element segments are bounded by Functions.
 	Globals, Exports, DataSegments uint32
+	// Params bounds a function type's parameters, and its results.
+	Params uint32
+	// Slots bounds the sum over all functions of their parameters and locals. The machine code zeroes every
+	// local on entry and handles every parameter: a 16 KB module of 2,000 functions of 50,000 locals compiled
+	// in a second to 766 MiB, and 200 functions of 100,000 parameters took 7 s and allocated 15 GB.
+	Slots uint64
 }
 
 // DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
@@ -59,6 +65,8 @@ var DefaultLimits = Limits{
 	Globals:      1_000,
 	Exports:      10_000,
 	DataSegments: 250_000,
+	Params:       1_000,
+	Slots:        1_000_000,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -89,6 +97,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.DataSegments == 0 {
 		l.DataSegments = d.DataSegments
+	}
+	if l.Params == 0 {
+		l.Params = d.Params
+	}
+	if l.Slots == 0 {
+		l.Slots = d.Slots
 	}
 	return l
 }
@@ -208,6 +222,10 @@ type checker struct {
 	// exports, dataSegments and elementEntries count what DefaultLimits bounds besides functions.
 	exports, dataSegments uint32
 	elementEntries        uint64
+	// typeParams are each type's parameters, funcTypes each defined function's type; slots the parameters
+	// and locals of the functions read so far.
+	typeParams, funcTypes []uint32
+	slots                 uint64
 }
 
 // vectorSections are the sections whose body is a vector: a count, then that many entries (type, import,
@@ -229,7 +247,9 @@ func (c *checker) section(id byte, r *reader) error {
 	case 0:
 		c.custom(r)
 	case 1:
-		c.types(r)
+		if err := c.types(r); err != nil {
+			return err
+		}
 	case 4:
 		for n := r.count(); n > 0 && r.err == nil; n-- {
 			r.byte()
@@ -247,7 +267,7 @@ func (c *checker) section(id byte, r *reader) error {
 	case 3:
 		c.defined = r.u32()
 		for i := uint32(0); i < c.defined && r.err == nil; i++ {
-			r.u32()
+			c.funcTypes = append(c.funcTypes, r.u32())
 		}
 	case 7:
 		n := r.u32()
@@ -342,6 +362,12 @@ func (c *checker) body(fn int, code []byte) error {
 		}
 	}
 	c.mod.MaxLocals = max(c.mod.MaxLocals, uint32(locals))
+	if fn < len(c.funcTypes) && int(c.funcTypes[fn]) < len(c.typeParams) {
+		c.slots += uint64(c.typeParams[c.funcTypes[fn]])
+	}
+	if c.slots += locals; c.slots > c.limits.Slots {
+		return &LimitError{What: "parameters and locals of all functions", Got: c.slots, Limit: c.limits.Slots, Func: fn}
+	}
 	depth, branches := 1, uint32(0) // the body is a block of its own
 	for depth > 0 && r.err == nil {
 		start := r.pos

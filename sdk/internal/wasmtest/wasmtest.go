@@ -25,6 +25,8 @@ type Func struct {
 	Params, Results []byte
 	// Locals are the function's local types, one entry per local.
 	Locals []byte
+	// I32Locals, when set, declares this many more i32 locals, in one entry of a few bytes.
+	I32Locals uint32
 	// Code is the body's instructions, without the final end.
 	Code []byte
 	// Export names the function in the export table; empty keeps it private.
@@ -84,9 +86,16 @@ func (m Module) Bytes() []byte {
 			exports = append(exports, append(append(Name(f.Export), 0x00), U32(uint32(len(m.Imports)+i))...))
 		}
 		var body []byte
-		body = append(body, U32(uint32(len(f.Locals)))...)
+		groups := len(f.Locals)
+		if f.I32Locals > 0 {
+			groups++
+		}
+		body = append(body, U32(uint32(groups))...)
 		for _, l := range f.Locals {
 			body = append(body, 0x01, l)
+		}
+		if f.I32Locals > 0 {
+			body = append(append(body, U32(f.I32Locals)...), I32)
 		}
 		body = append(append(body, f.Code...), 0x0b)
 		codes = append(codes, append(U32(uint32(len(body))), body...))
