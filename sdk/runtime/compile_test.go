@@ -56,6 +56,9 @@ func TestModulesRefusedBeforeCompiling(t *testing.T) {
 		// 16 KB: 2,000 functions of 50,000 locals compiled in a second to 766 MiB of machine code.
 		{name: "many functions of many locals", wasm: wasmtest.Module{Funcs: slices.Repeat([]wasmtest.Func{{I32Locals: 50_000}}, 2_000)}.Bytes(),
 			wantMsg: "parameters and locals of all functions 1050000 in function 20 exceeds the limit of 1000000"},
+		// 19 KB: 1,000 locals read inside 4,990 nested loops took 7 s and 1 GB to compile.
+		{name: "locals read inside nested loops", wasm: wasmtest.Module{Funcs: []wasmtest.Func{wasmtest.NestedReads(1_000, 4_990)}}.Bytes(),
+			wantMsg: "merges (parameters and locals times control instructions) 4990000 in function 0 exceeds the limit of 500000"},
 		// What wazero keeps per module and per instance: a 5 MB module of a million globals held 1.3 GiB once
 		// loaded; likewise, smaller, exports, data segments and element entries (wasmcheck TestCheckLimits).
 		{name: "a thousand and one globals", wasm: wasmtest.Module{Globals: 1_001}.Bytes(), wantMsg: "globals 1001 exceeds the limit of 1000"},

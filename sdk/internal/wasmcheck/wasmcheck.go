@@ -45,16 +45,23 @@ type Limits struct {
 	// local on entry and handles every parameter: a 16 KB module of 2,000 functions of 50,000 locals compiled
 	// in a second to 766 MiB, and 200 functions of 100,000 parameters took 7 s and allocated 15 GB.
 	Slots uint64
+	// Merges bounds, for one function, its parameters and locals times its control instructions, and
+	// TotalMerges the sum over all functions. The compiler's SSA form gives a variable a value at every loop
+	// header and join a read of it reaches: a 19 KB function reading 1,000 locals inside 4,990 nested loops
+	// took 7 s and 1 GB to compile, and 10,000 locals over two minutes. Compile memory follows one function's
+	// figure (500,000: about 90 MB, half a second), compile time the sum (4 million: about 4 s).
+	Merges, TotalMerges uint64
 }
 
 // DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
-// instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million) while keeping the cold
-// compile of the worst module they admit within seconds: 4,000 sequential ifs in one function took 1–2 s, and
-// compile time grows with the square of that number (16,000 sequential blocks: over ten minutes). The default
-// plugins have 8 globals, 7 exports, 44,128 data segments and 2,545 element entries; what wazero keeps was
-// measured at about 1.3 KB per global, 150 bytes per export, 85 per data segment and 100 per element entry
-// when a module loads, and 90 bytes per global or element entry for every instance: a 5 MB module of a
-// million globals held 1.3 GiB, so a 32 MiB one would have ended the process.
+// instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million, merges of at most 10,557
+// in one function and 1.03 million in all) while keeping the cold compile of the worst module they admit
+// within seconds: 4,000 sequential ifs in one function took 1–2 s, and compile time grows with the square of
+// that number (16,000 sequential blocks: over ten minutes). The default plugins have 8 globals, 7 exports,
+// 44,128 data segments and 2,545 element entries; what wazero keeps was measured at about 1.3 KB per global,
+// 150 bytes per export, 85 per data segment and 100 per element entry when a module loads, and 90 bytes per
+// global or element entry for every instance: a 5 MB module of a million globals held 1.3 GiB, so a 32 MiB
+// one would have ended the process.
 var DefaultLimits = Limits{
 	ModuleBytes:  32 << 20,
 	Functions:    100_000,
@@ -67,6 +74,8 @@ var DefaultLimits = Limits{
 	DataSegments: 250_000,
 	Params:       1_000,
 	Slots:        1_000_000,
+	Merges:       500_000,
+	TotalMerges:  4_000_000,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -103,6 +112,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.Slots == 0 {
 		l.Slots = d.Slots
+	}
+	if l.Merges == 0 {
+		l.Merges = d.Merges
+	}
+	if l.TotalMerges == 0 {
+		l.TotalMerges = d.TotalMerges
 	}
 	return l
 }
@@ -225,7 +240,7 @@ type checker struct {
 	// typeParams are each type's parameters, funcTypes each defined function's type; slots the parameters
 	// and locals of the functions read so far.
 	typeParams, funcTypes []uint32
-	slots                 uint64
+	slots, merges         uint64
 }
 
 // vectorSections are the sections whose body is a vector: a count, then that many entries (type, import,
@@ -362,10 +377,11 @@ func (c *checker) body(fn int, code []byte) error {
 		}
 	}
 	c.mod.MaxLocals = max(c.mod.MaxLocals, uint32(locals))
+	var params uint64
 	if fn < len(c.funcTypes) && int(c.funcTypes[fn]) < len(c.typeParams) {
-		c.slots += uint64(c.typeParams[c.funcTypes[fn]])
+		params = uint64(c.typeParams[c.funcTypes[fn]])
 	}
-	if c.slots += locals; c.slots > c.limits.Slots {
+	if c.slots += params + locals; c.slots > c.limits.Slots {
 		return &LimitError{What: "parameters and locals of all functions", Got: c.slots, Limit: c.limits.Slots, Func: fn}
 	}
 	depth, branches := 1, uint32(0) // the body is a block of its own
@@ -396,6 +412,11 @@ func (c *checker) body(fn int, code []byte) error {
 	}
 	c.mod.MaxBranches = max(c.mod.MaxBranches, branches)
 	c.mod.Cost += uint64(branches) * uint64(branches)
+	if merges := uint64(branches) * (locals + params); merges > c.limits.Merges {
+		return &LimitError{What: "merges (parameters and locals times control instructions)", Got: merges, Limit: c.limits.Merges, Func: fn}
+	} else if c.merges += merges; c.merges > c.limits.TotalMerges {
+		return &LimitError{What: "merges of all functions (parameters and locals times control instructions)", Got: c.merges, Limit: c.limits.TotalMerges, Func: fn}
+	}
 	if c.mod.Cost > c.limits.Cost {
 		return &LimitError{What: "compile cost (sum of squared control instructions per function)", Got: c.mod.Cost, Limit: c.limits.Cost, Func: fn}
 	}

@@ -74,6 +74,11 @@ func TestCheckLimits(t *testing.T) {
 		{name: "slots", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Params: []byte{wasmtest.I32}, Locals: []byte{wasmtest.I32}},
 			{Params: []byte{wasmtest.I32}, Locals: bytes.Repeat([]byte{wasmtest.I32}, 8)}}}.Bytes(), limits: Limits{Slots: 10},
 			what: "parameters and locals of all functions 11 in function 1 exceeds the limit of 10"},
+		// 1,000 locals read inside 4,990 nested loops: 7 s and 1 GB to compile.
+		{name: "merges", wasm: wasmtest.Module{Funcs: []wasmtest.Func{wasmtest.NestedReads(1_000, 4_990)}}.Bytes(),
+			what: "merges (parameters and locals times control instructions) 4990000 in function 0 exceeds the limit of 500000"},
+		{name: "merges of all functions", wasm: wasmtest.Module{Funcs: slices.Repeat([]wasmtest.Func{wasmtest.NestedReads(500, 1_000)}, 9)}.Bytes(),
+			what: "merges of all functions (parameters and locals times control instructions) 4500000 in function 8 exceeds the limit of 4000000"},
 		// The defaults. 200 functions of 100,000 parameters took 7 s to compile and allocated 15 GB.
 		{name: "parameters", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Params: bytes.Repeat([]byte{wasmtest.I32}, 1_001)}}}.Bytes(),
 			what: "parameters 1001 exceeds the limit of 1000"},
