@@ -59,6 +59,10 @@ func TestModulesRefusedBeforeCompiling(t *testing.T) {
 		// 19 KB: 1,000 locals read inside 4,990 nested loops took 7 s and 1 GB to compile.
 		{name: "locals read inside nested loops", wasm: wasmtest.Module{Funcs: []wasmtest.Func{wasmtest.NestedReads(1_000, 4_990)}}.Bytes(),
 			wantMsg: "merges (parameters and locals times control instructions) 4990000 in function 0 exceeds the limit of 500000"},
+		// 2 MB: a br_table of a million labels took 2.3 GB and 8–23 s to compile.
+		{name: "a br_table of a million labels", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{
+			Code: slices.Concat([]byte{0x41, 0x00, 0x0e}, wasmtest.U32(1_000_000), make([]byte, 1_000_001))}}}.Bytes(),
+			wantMsg: "br_table labels 1000000 in function 0 exceeds the limit of 10000"},
 		// What wazero keeps per module and per instance: a 5 MB module of a million globals held 1.3 GiB once
 		// loaded; likewise, smaller, exports, data segments and element entries (wasmcheck TestCheckLimits).
 		{name: "a thousand and one globals", wasm: wasmtest.Module{Globals: 1_001}.Bytes(), wantMsg: "globals 1001 exceeds the limit of 1000"},

@@ -51,11 +51,16 @@ type Limits struct {
 	// took 7 s and 1 GB to compile, and 10,000 locals over two minutes. Compile memory follows one function's
 	// figure (500,000: about 90 MB, half a second), compile time the sum (4 million: about 4 s).
 	Merges, TotalMerges uint64
+	// Labels bounds the labels of one function's br_tables, and TotalLabels the sum over all functions. The
+	// compiler builds each label's edge on its own: a function with a br_table of 100,000 labels took 240 MB
+	// to compile, one of 1 million 2.3 GB and 8–23 s. Merges count every label as a control instruction.
+	Labels, TotalLabels uint64
 }
 
 // DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
-// instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million, merges of at most 10,557
-// in one function and 1.03 million in all) while keeping the cold compile of the worst module they admit
+// instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million, br_tables of at most 964
+// labels in one function and 96,568 in all, merges of at most 19,206 in one function and 1.77 million in all)
+// while keeping the cold compile of the worst module they admit
 // within seconds: 4,000 sequential ifs in one function took 1–2 s, and compile time grows with the square of
 // that number (16,000 sequential blocks: over ten minutes). The default plugins have 8 globals, 7 exports,
 // 44,128 data segments and 2,545 element entries; what wazero keeps was measured at about 1.3 KB per global,
@@ -76,6 +81,8 @@ var DefaultLimits = Limits{
 	Slots:        1_000_000,
 	Merges:       500_000,
 	TotalMerges:  4_000_000,
+	Labels:       10_000,
+	TotalLabels:  400_000,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -118,6 +125,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.TotalMerges == 0 {
 		l.TotalMerges = d.TotalMerges
+	}
+	if l.Labels == 0 {
+		l.Labels = d.Labels
+	}
+	if l.TotalLabels == 0 {
+		l.TotalLabels = d.TotalLabels
 	}
 	return l
 }
@@ -240,7 +253,7 @@ type checker struct {
 	// typeParams are each type's parameters, funcTypes each defined function's type; slots the parameters
 	// and locals of the functions read so far.
 	typeParams, funcTypes []uint32
-	slots, merges         uint64
+	slots, merges, labels uint64
 }
 
 // vectorSections are the sections whose body is a vector: a count, then that many entries (type, import,
@@ -384,11 +397,16 @@ func (c *checker) body(fn int, code []byte) error {
 	if c.slots += params + locals; c.slots > c.limits.Slots {
 		return &LimitError{What: "parameters and locals of all functions", Got: c.slots, Limit: c.limits.Slots, Func: fn}
 	}
-	depth, branches := 1, uint32(0) // the body is a block of its own
+	// The body is a block of its own; labels are its br_tables'.
+	depth, branches, labels := 1, uint32(0), uint64(0)
 	for depth > 0 && r.err == nil {
 		start := r.pos
 		op := r.byte()
 		c.noteStateChange(op, r)
+		if op == 0x0e {
+			peek := *r
+			labels += uint64(peek.u32())
+		}
 		if err := skipImmediates(r, op); err != nil {
 			return fmt.Errorf("function %d at offset %d: %w", fn, start, err)
 		}
@@ -412,7 +430,12 @@ func (c *checker) body(fn int, code []byte) error {
 	}
 	c.mod.MaxBranches = max(c.mod.MaxBranches, branches)
 	c.mod.Cost += uint64(branches) * uint64(branches)
-	if merges := uint64(branches) * (locals + params); merges > c.limits.Merges {
+	if labels > c.limits.Labels {
+		return &LimitError{What: "br_table labels", Got: labels, Limit: c.limits.Labels, Func: fn}
+	} else if c.labels += labels; c.labels > c.limits.TotalLabels {
+		return &LimitError{What: "br_table labels of all functions", Got: c.labels, Limit: c.limits.TotalLabels, Func: fn}
+	}
+	if merges := (uint64(branches) + labels) * (locals + params); merges > c.limits.Merges {
 		return &LimitError{What: "merges (parameters and locals times control instructions)", Got: merges, Limit: c.limits.Merges, Func: fn}
 	} else if c.merges += merges; c.merges > c.limits.TotalMerges {
 		return &LimitError{What: "merges of all functions (parameters and locals times control instructions)", Got: c.merges, Limit: c.limits.TotalMerges, Func: fn}

@@ -79,6 +79,11 @@ func TestCheckLimits(t *testing.T) {
 			what: "merges (parameters and locals times control instructions) 4990000 in function 0 exceeds the limit of 500000"},
 		{name: "merges of all functions", wasm: wasmtest.Module{Funcs: slices.Repeat([]wasmtest.Func{wasmtest.NestedReads(500, 1_000)}, 9)}.Bytes(),
 			what: "merges of all functions (parameters and locals times control instructions) 4500000 in function 8 exceeds the limit of 4000000"},
+		// A br_table of 1 million labels took 2.3 GB and 8–23 s to compile.
+		{name: "br_table labels", wasm: wasmtest.Module{Funcs: []wasmtest.Func{brTable(10_001)}}.Bytes(),
+			what: "br_table labels 10001 in function 0 exceeds the limit of 10000"},
+		{name: "br_table labels of all functions", wasm: wasmtest.Module{Funcs: slices.Repeat([]wasmtest.Func{brTable(10_000)}, 41)}.Bytes(),
+			what: "br_table labels of all functions 410000 in function 40 exceeds the limit of 400000"},
 		// The defaults. 200 functions of 100,000 parameters took 7 s to compile and allocated 15 GB.
 		{name: "parameters", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Params: bytes.Repeat([]byte{wasmtest.I32}, 1_001)}}}.Bytes(),
 			what: "parameters 1001 exceeds the limit of 1000"},
@@ -102,6 +107,12 @@ func TestCheckLimits(t *testing.T) {
 			}
 		})
 	}
+}
+
+// brTable is a function whose one br_table has n labels, all to the body.
+func brTable(n int) wasmtest.Func {
+	code := append(append([]byte{0x41, 0x00, 0x0e}, wasmtest.U32(uint32(n))...), make([]byte, n+1)...)
+	return wasmtest.Func{Code: code}
 }
 
 // exported is n functions, each exported.
