@@ -63,6 +63,10 @@ func TestModulesRefusedBeforeCompiling(t *testing.T) {
 		{name: "a br_table of a million labels", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{
 			Code: slices.Concat([]byte{0x41, 0x00, 0x0e}, wasmtest.U32(1_000_000), make([]byte, 1_000_001))}}}.Bytes(),
 			wantMsg: "br_table labels 1000000 in function 0 exceeds the limit of 10000"},
+		// 500 KB: 100,000 call_indirect in one function took 1.35 GB and 6 s to compile.
+		{name: "a function of 100,000 call_indirect", wasm: wasmtest.Module{Tables: []wasmtest.Table{{Min: 1}}, Funcs: []wasmtest.Func{{
+			Code: bytes.Repeat([]byte{0x41, 0x00, 0x11, 0x00, 0x00}, 100_000)}}}.Bytes(),
+			wantMsg: "compile weight 6100001 in function 0 exceeds the limit of 262144"},
 		// What wazero keeps per module and per instance: a 5 MB module of a million globals held 1.3 GiB once
 		// loaded; likewise, smaller, exports, data segments and element entries (wasmcheck TestCheckLimits).
 		{name: "a thousand and one globals", wasm: wasmtest.Module{Globals: 1_001}.Bytes(), wantMsg: "globals 1001 exceeds the limit of 1000"},

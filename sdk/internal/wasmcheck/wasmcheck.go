@@ -55,12 +55,16 @@ type Limits struct {
 	// compiler builds each label's edge on its own: a function with a br_table of 100,000 labels took 240 MB
 	// to compile, one of 1 million 2.3 GB and 8–23 s. Merges count every label as a control instruction.
 	Labels, TotalLabels uint64
+	// Weight bounds the compile weight of one function (see weight: about 256 bytes of the compiler's memory
+	// per unit), and TotalWeight the sum over all functions (the compile's time). 100,000 call_indirect in one
+	// function, 500 KB of module, took 1.35 GB and 6 s to compile, and 20,000 memory.fill 16 s.
+	Weight, TotalWeight uint64
 }
 
 // DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
 // instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million, br_tables of at most 964
-// labels in one function and 96,568 in all, merges of at most 19,206 in one function and 1.77 million in all)
-// while keeping the cold compile of the worst module they admit
+// labels in one function and 96,568 in all, merges of at most 19,206 in one function and 1.77 million in all,
+// a compile weight of at most 105,737 in one function and 8.7 million in all) while keeping the cold compile of the worst module they admit
 // within seconds: 4,000 sequential ifs in one function took 1–2 s, and compile time grows with the square of
 // that number (16,000 sequential blocks: over ten minutes). The default plugins have 8 globals, 7 exports,
 // 44,128 data segments and 2,545 element entries; what wazero keeps was measured at about 1.3 KB per global,
@@ -83,6 +87,8 @@ var DefaultLimits = Limits{
 	TotalMerges:  4_000_000,
 	Labels:       10_000,
 	TotalLabels:  400_000,
+	Weight:       262_144,
+	TotalWeight:  32_000_000,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -131,6 +137,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.TotalLabels == 0 {
 		l.TotalLabels = d.TotalLabels
+	}
+	if l.Weight == 0 {
+		l.Weight = d.Weight
+	}
+	if l.TotalWeight == 0 {
+		l.TotalWeight = d.TotalWeight
 	}
 	return l
 }
@@ -252,8 +264,8 @@ type checker struct {
 	elementEntries        uint64
 	// typeParams are each type's parameters, funcTypes each defined function's type; slots the parameters
 	// and locals of the functions read so far.
-	typeParams, funcTypes []uint32
-	slots, merges, labels uint64
+	typeParams, funcTypes         []uint32
+	slots, merges, labels, weight uint64
 }
 
 // vectorSections are the sections whose body is a vector: a count, then that many entries (type, import,
@@ -398,11 +410,12 @@ func (c *checker) body(fn int, code []byte) error {
 		return &LimitError{What: "parameters and locals of all functions", Got: c.slots, Limit: c.limits.Slots, Func: fn}
 	}
 	// The body is a block of its own; labels are its br_tables'.
-	depth, branches, labels := 1, uint32(0), uint64(0)
+	depth, branches, labels, w := 1, uint32(0), uint64(0), uint64(0)
 	for depth > 0 && r.err == nil {
 		start := r.pos
 		op := r.byte()
 		c.noteStateChange(op, r)
+		w += weight(op, r)
 		if op == 0x0e {
 			peek := *r
 			labels += uint64(peek.u32())
@@ -434,6 +447,11 @@ func (c *checker) body(fn int, code []byte) error {
 		return &LimitError{What: "br_table labels", Got: labels, Limit: c.limits.Labels, Func: fn}
 	} else if c.labels += labels; c.labels > c.limits.TotalLabels {
 		return &LimitError{What: "br_table labels of all functions", Got: c.labels, Limit: c.limits.TotalLabels, Func: fn}
+	}
+	if w += labels * labelWeight; w > c.limits.Weight {
+		return &LimitError{What: "compile weight", Got: w, Limit: c.limits.Weight, Func: fn}
+	} else if c.weight += w; c.weight > c.limits.TotalWeight {
+		return &LimitError{What: "compile weight of all functions", Got: c.weight, Limit: c.limits.TotalWeight, Func: fn}
 	}
 	if merges := (uint64(branches) + labels) * (locals + params); merges > c.limits.Merges {
 		return &LimitError{What: "merges (parameters and locals times control instructions)", Got: merges, Limit: c.limits.Merges, Func: fn}

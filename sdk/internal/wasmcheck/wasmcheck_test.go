@@ -84,6 +84,11 @@ func TestCheckLimits(t *testing.T) {
 			what: "br_table labels 10001 in function 0 exceeds the limit of 10000"},
 		{name: "br_table labels of all functions", wasm: wasmtest.Module{Funcs: slices.Repeat([]wasmtest.Func{brTable(10_000)}, 41)}.Bytes(),
 			what: "br_table labels of all functions 410000 in function 40 exceeds the limit of 400000"},
+		// 20,000 memory.fill in one function took 16 s and 663 MB to compile.
+		{name: "compile weight", wasm: wasmtest.Module{Memory: 1, Funcs: []wasmtest.Func{fills(1_900)}}.Bytes(),
+			what: "compile weight 271701 in function 0 exceeds the limit of 262144"},
+		{name: "compile weight of all functions", wasm: wasmtest.Module{Memory: 1, Funcs: slices.Repeat([]wasmtest.Func{fills(1_800)}, 125)}.Bytes(),
+			what: "compile weight of all functions 32175125 in function 124 exceeds the limit of 32000000"},
 		// The defaults. 200 functions of 100,000 parameters took 7 s to compile and allocated 15 GB.
 		{name: "parameters", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Params: bytes.Repeat([]byte{wasmtest.I32}, 1_001)}}}.Bytes(),
 			what: "parameters 1001 exceeds the limit of 1000"},
@@ -113,6 +118,11 @@ func TestCheckLimits(t *testing.T) {
 func brTable(n int) wasmtest.Func {
 	code := append(append([]byte{0x41, 0x00, 0x0e}, wasmtest.U32(uint32(n))...), make([]byte, n+1)...)
 	return wasmtest.Func{Code: code}
+}
+
+// fills is a function of n memory.fill.
+func fills(n int) wasmtest.Func {
+	return wasmtest.Func{Code: bytes.Repeat([]byte{0x41, 0x00, 0x41, 0x00, 0x41, 0x00, 0xfc, 0x0b, 0x00}, n)}
 }
 
 // exported is n functions, each exported.
