@@ -64,7 +64,7 @@ type Limits struct {
 // DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
 // instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million, br_tables of at most 964
 // labels in one function and 96,568 in all, merges of at most 19,206 in one function and 1.77 million in all,
-// a compile weight of at most 105,737 in one function and 8.7 million in all) while keeping the cold compile of the worst module they admit
+// a compile weight of at most 106,393 in one function and 9.0 million in all) while keeping the cold compile of the worst module they admit
 // within seconds: 4,000 sequential ifs in one function took 1–2 s, and compile time grows with the square of
 // that number (16,000 sequential blocks: over ten minutes). The default plugins have 8 globals, 7 exports,
 // 44,128 data segments and 2,545 element entries; what wazero keeps was measured at about 1.3 KB per global,
@@ -169,6 +169,8 @@ type Module struct {
 	MaxBodyBytes, MaxLocals, MaxBranches uint32
 	// Cost is the sum of the squares of each function's control instructions.
 	Cost uint64
+	// Weight is the compile weight of all functions (see Limits.Weight).
+	Weight uint64
 	// Unsnapshottable says why an initialised instance's state is more than its globals and its memory (an
 	// imported memory, table or global, a start function, passive data, an instruction that changes a table),
 	// or is empty when package wasmsnap can capture it.
@@ -246,7 +248,7 @@ func Check(wasm []byte, limits Limits) (*Module, error) {
 			return nil, &LimitError{What: n.what, Got: n.got, Limit: n.limit, Func: -1}
 		}
 	}
-	c.mod.Functions, c.mod.ImportedFunctions = c.imported+c.defined, c.imported
+	c.mod.Functions, c.mod.ImportedFunctions, c.mod.Weight = c.imported+c.defined, c.imported, c.weight
 	return c.mod, nil
 }
 
@@ -410,7 +412,7 @@ func (c *checker) body(fn int, code []byte) error {
 		return &LimitError{What: "parameters and locals of all functions", Got: c.slots, Limit: c.limits.Slots, Func: fn}
 	}
 	// The body is a block of its own; labels are its br_tables'.
-	depth, branches, labels, w := 1, uint32(0), uint64(0), uint64(0)
+	depth, branches, labels, w := 1, uint32(0), uint64(0), uint64(tickWeight) // a tick on entry, at most
 	for depth > 0 && r.err == nil {
 		start := r.pos
 		op := r.byte()

@@ -8,6 +8,8 @@ package wasmcheck
 // after op.
 func weight(op byte, r *reader) uint64 {
 	switch {
+	case op == 0x03: // loop, and the tick package wasmstop adds after it
+		return 1 + tickWeight
 	case op == 0x10: // call: 1.6 KB
 		return 7
 	case op == 0x11: // call_indirect: 14.3 KB
@@ -47,6 +49,11 @@ func weight(op byte, r *reader) uint64 {
 	}
 	return 1
 }
+
+// tickWeight is what the tick package wasmstop adds at every loop header, and at the entry of every function
+// that does not start with a loop, weighs: global.get, i32.const, i32.sub, global.set, global.get, i32.eqz,
+// if, call. Check weighs the module wazero will compile, which is the rewritten one.
+const tickWeight = 1 + 1 + 1 + 4 + 1 + 1 + 24 + 7
 
 // labelWeight is what one br_table label costs in memory: 2.4 KB. Their time (8–23 µs) is bounded by
 // Limits.Labels and Limits.TotalLabels.
