@@ -101,11 +101,11 @@ func (c *checker) custom(r *reader) {
 		sub := &reader{b: r.bytes(r.u32())}
 		switch id {
 		case 1: // function names
-			sub.nameMap()
+			c.names += uint64(sub.nameMap())
 		case 2: // local names
 			for n := sub.count(); n > 0 && sub.err == nil; n-- {
 				sub.u32()
-				sub.nameMap()
+				c.names += uint64(sub.nameMap())
 			}
 		}
 		if sub.err != nil {
@@ -114,11 +114,13 @@ func (c *checker) custom(r *reader) {
 	}
 }
 
-func (r *reader) nameMap() {
-	for n := r.count(); n > 0 && r.err == nil; n-- {
+func (r *reader) nameMap() uint32 {
+	n := r.count()
+	for k := n; k > 0 && r.err == nil; k-- {
 		r.u32()
 		r.name()
 	}
+	return n
 }
 
 // table records a table's limits and refuses it when the entries of all the module's tables could exceed the

@@ -59,6 +59,9 @@ type Limits struct {
 	// per unit), and TotalWeight the sum over all functions (the compile's time). 100,000 call_indirect in one
 	// function, 500 KB of module, took 1.35 GB and 6 s to compile, and 20,000 memory.fill 16 s.
 	Weight, TotalWeight uint64
+	// Names bounds the function and local names of the name section, which wazero keeps with the module
+	// (about 26 bytes each: a 32 MiB name section would have held 270 MB).
+	Names uint64
 }
 
 // DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
@@ -89,6 +92,7 @@ var DefaultLimits = Limits{
 	TotalLabels:  400_000,
 	Weight:       262_144,
 	TotalWeight:  32_000_000,
+	Names:        250_000,
 }
 
 func (l Limits) withDefaults() Limits {
@@ -143,6 +147,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.TotalWeight == 0 {
 		l.TotalWeight = d.TotalWeight
+	}
+	if l.Names == 0 {
+		l.Names = d.Names
 	}
 	return l
 }
@@ -243,6 +250,7 @@ func Check(wasm []byte, limits Limits) (*Module, error) {
 		{"exports", uint64(c.exports), uint64(l.Exports)},
 		{"data segments", uint64(c.dataSegments), uint64(l.DataSegments)},
 		{"element entries", c.elementEntries, uint64(l.Functions)},
+		{"names", c.names, l.Names},
 	} {
 		if n.got > n.limit {
 			return nil, &LimitError{What: n.what, Got: n.got, Limit: n.limit, Func: -1}
@@ -266,8 +274,8 @@ type checker struct {
 	elementEntries        uint64
 	// typeParams are each type's parameters, funcTypes each defined function's type; slots the parameters
 	// and locals of the functions read so far.
-	typeParams, funcTypes         []uint32
-	slots, merges, labels, weight uint64
+	typeParams, funcTypes                []uint32
+	slots, merges, labels, weight, names uint64
 }
 
 // vectorSections are the sections whose body is a vector: a count, then that many entries (type, import,

@@ -94,6 +94,8 @@ func TestCheckLimits(t *testing.T) {
 			what: "parameters 1001 exceeds the limit of 1000"},
 		{name: "results", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{Results: bytes.Repeat([]byte{wasmtest.I32}, 1_001)}}}.Bytes(),
 			what: "results 1001 exceeds the limit of 1000"},
+		{name: "names", wasm: AppendSection(wasmtest.Module{}.Bytes(), 0, slices.Concat(wasmtest.Name("name"), []byte{1},
+			wasmtest.U32(uint32(len(names(250_001)))), names(250_001))), what: "names 250001 exceeds the limit of 250000"},
 		// A 5 MB module of a million globals held 1.3 GiB of heap once loaded.
 		{name: "globals", wasm: wasmtest.Module{Globals: 1_001}.Bytes(), what: "globals 1001 exceeds the limit of 1000"},
 		{name: "exports", wasm: wasmtest.Module{Funcs: exported(10_001)}.Bytes(), what: "exports 10001 exceeds the limit of 10000"},
@@ -123,6 +125,15 @@ func brTable(n int) wasmtest.Func {
 // fills is a function of n memory.fill.
 func fills(n int) wasmtest.Func {
 	return wasmtest.Func{Code: bytes.Repeat([]byte{0x41, 0x00, 0x41, 0x00, 0x41, 0x00, 0xfc, 0x0b, 0x00}, n)}
+}
+
+// names is a name map of n function names.
+func names(n int) []byte {
+	b := wasmtest.U32(uint32(n))
+	for i := range n {
+		b = append(append(b, wasmtest.U32(uint32(i))...), 1, 'f')
+	}
+	return b
 }
 
 // exported is n functions, each exported.

@@ -60,7 +60,7 @@ var order = map[byte]int{1: 1, 2: 2, 3: 3, 4: 4, 5: 5, 6: 6, 7: 7, 8: 8, 9: 9, 1
 var unlimited = wasmcheck.Limits{ModuleBytes: math.MaxInt, Functions: math.MaxUint32, BodyBytes: math.MaxUint32,
 	Locals: math.MaxUint32, Branches: math.MaxUint32, Cost: math.MaxUint64, Globals: math.MaxUint32, Exports: math.MaxUint32,
 	DataSegments: math.MaxUint32, Params: math.MaxUint32, Slots: math.MaxUint64, Merges: math.MaxUint64, TotalMerges: math.MaxUint64,
-	Labels: math.MaxUint64, TotalLabels: math.MaxUint64, Weight: math.MaxUint64, TotalWeight: math.MaxUint64}
+	Labels: math.MaxUint64, TotalLabels: math.MaxUint64, Weight: math.MaxUint64, TotalWeight: math.MaxUint64, Names: math.MaxUint64}
 
 // Instrument returns wasm with a tick at every loop header and at the entry of every function that does not
 // start with one, and the yield function (see the package documentation).
