@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -58,7 +59,7 @@ func TestModulesRefusedBeforeCompiling(t *testing.T) {
 			wantMsg: "parameters and locals of all functions 1050000 in function 20 exceeds the limit of 1000000"},
 		// 19 KB: 1,000 locals read inside 4,990 nested loops took 7 s and 1 GB to compile.
 		{name: "locals read inside nested loops", wasm: wasmtest.Module{Funcs: []wasmtest.Func{wasmtest.NestedReads(1_000, 4_990)}}.Bytes(),
-			wantMsg: "merges (parameters and locals times control instructions) 4990000 in function 0 exceeds the limit of 500000"},
+			wantMsg: "merges (parameters and locals times control instructions) 9981000 in function 0 exceeds the limit of 500000"},
 		// 2 MB: a br_table of a million labels took 2.3 GB and 8–23 s to compile.
 		{name: "a br_table of a million labels", wasm: wasmtest.Module{Funcs: []wasmtest.Func{{
 			Code: slices.Concat([]byte{0x41, 0x00, 0x0e}, wasmtest.U32(1_000_000), make([]byte, 1_000_001))}}}.Bytes(),
@@ -162,5 +163,46 @@ func TestTablesWithinTheLimitLoad(t *testing.T) {
 		if _, err := rt.Load(context.Background(), "tables", wasm); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestWorstAdmittedModulesCompileInBoundedMemory compiles, through the real runtime, a module at the edge of
+// each limit that bounds the compiler's memory, each a function of the most expensive instructions of its
+// class that the check admits, and bounds what the load allocates in all. Ten times these functions took
+// from 240 MB (a br_table) to 1.35 GB (call_indirect) and up to 16 s (memory.fill) to compile.
+func TestWorstAdmittedModulesCompileInBoundedMemory(t *testing.T) {
+	const bound = 160 << 20
+	zero := []byte{0x41, 0x00}
+	tests := []struct {
+		name string
+		mod  wasmtest.Module
+	}{
+		{"memory.fill", wasmtest.Module{Memory: 1, Funcs: []wasmtest.Func{{Code: bytes.Repeat(slices.Concat(zero, zero, zero, []byte{0xfc, 0x0b, 0x00}), 650)}}}},
+		{"call_indirect", wasmtest.Module{Tables: []wasmtest.Table{{Min: 1}}, Funcs: []wasmtest.Func{{Code: bytes.Repeat(slices.Concat(zero, []byte{0x11, 0x00, 0x00}), 4_290)}}}},
+		{"loads", wasmtest.Module{Memory: 1, Funcs: []wasmtest.Func{{Code: bytes.Repeat(slices.Concat(zero, []byte{0x28, 0x02, 0x00, 0x1a}), 10_000)}}}},
+		{"locals read inside nested loops", wasmtest.Module{Funcs: []wasmtest.Func{wasmtest.NestedReads(250, 997)}}},
+		{"a br_table of 10,000 labels", wasmtest.Module{Funcs: []wasmtest.Func{{Code: slices.Concat(zero, []byte{0x0e}, wasmtest.U32(10_000), make([]byte, 10_001))}}}},
+		{"live values", wasmtest.Module{Funcs: []wasmtest.Func{{Code: slices.Concat(bytes.Repeat([]byte{0x41, 0x01}, 130_000), bytes.Repeat([]byte{0x6a}, 129_999), []byte{0x1a})}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var compiled atomic.Int32
+			// A cache of its own: a compile cached by an earlier run would allocate nothing.
+			rt := newRuntime(t, runtime.Config{CacheDir: t.TempDir(), Hooks: runtime.Hooks{Compiled: func(runtime.CompileEvent) { compiled.Add(1) }}})
+			var before, after goruntime.MemStats
+			goruntime.ReadMemStats(&before)
+			_, err := rt.Load(context.Background(), "edge", tt.mod.Bytes())
+			goruntime.ReadMemStats(&after)
+			// Admitted and compiled: the load fails only for want of a plugin's exports.
+			checkError(t, tt.name, err, runtime.ReasonMissingExport, "module does not export osm_metadata")
+			if compiled.Load() != 1 {
+				t.Fatalf("compiled %d times, want once", compiled.Load())
+			}
+			allocated := after.TotalAlloc - before.TotalAlloc
+			if allocated > bound {
+				t.Errorf("the load allocated %d MiB, want at most %d MiB", allocated>>20, bound>>20)
+			}
+			t.Logf("allocated %d MiB", allocated>>20)
+		})
 	}
 }

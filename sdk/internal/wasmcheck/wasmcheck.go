@@ -45,11 +45,12 @@ type Limits struct {
 	// local on entry and handles every parameter: a 16 KB module of 2,000 functions of 50,000 locals compiled
 	// in a second to 766 MiB, and 200 functions of 100,000 parameters took 7 s and allocated 15 GB.
 	Slots uint64
-	// Merges bounds, for one function, its parameters and locals times its control instructions, and
-	// TotalMerges the sum over all functions. The compiler's SSA form gives a variable a value at every loop
-	// header and join a read of it reaches: a 19 KB function reading 1,000 locals inside 4,990 nested loops
-	// took 7 s and 1 GB to compile, and 10,000 locals over two minutes. Compile memory follows one function's
-	// figure (500,000: about 90 MB, half a second), compile time the sum (4 million: about 4 s).
+	// Merges bounds, for one function, its parameters and locals times its control instructions (br_table
+	// labels, and the if of every tick package wasmstop adds, included), and TotalMerges the sum over all
+	// functions. The compiler's SSA form gives a variable a value at every loop header and join a read of it
+	// reaches: a 19 KB function reading 1,000 locals inside 4,990 nested loops took 7 s and 1 GB to compile,
+	// and 10,000 locals over two minutes. Compile memory follows one function's figure (500,000: 116 MiB
+	// allocated, TestWorstAdmittedModulesCompileInBoundedMemory), compile time the sum (4 million: about 4 s).
 	Merges, TotalMerges uint64
 	// Labels bounds the labels of one function's br_tables, and TotalLabels the sum over all functions. The
 	// compiler builds each label's edge on its own: a function with a br_table of 100,000 labels took 240 MB
@@ -66,7 +67,7 @@ type Limits struct {
 
 // DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
 // instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million, br_tables of at most 964
-// labels in one function and 96,568 in all, merges of at most 19,206 in one function and 1.77 million in all,
+// labels in one function and 96,568 in all, merges of at most 19,228 in one function and 1.79 million in all,
 // a compile weight of at most 106,393 in one function and 9.0 million in all) while keeping the cold compile of the worst module they admit
 // within seconds: 4,000 sequential ifs in one function took 1–2 s, and compile time grows with the square of
 // that number (16,000 sequential blocks: over ten minutes). The default plugins have 8 globals, 7 exports,
@@ -421,6 +422,7 @@ func (c *checker) body(fn int, code []byte) error {
 	}
 	// The body is a block of its own; labels are its br_tables'.
 	depth, branches, labels, w := 1, uint32(0), uint64(0), uint64(tickWeight) // a tick on entry, at most
+	ticks := uint64(1)
 	for depth > 0 && r.err == nil {
 		start := r.pos
 		op := r.byte()
@@ -434,7 +436,10 @@ func (c *checker) body(fn int, code []byte) error {
 			return fmt.Errorf("function %d at offset %d: %w", fn, start, err)
 		}
 		switch op {
-		case 0x02, 0x03, 0x04: // block, loop, if
+		case 0x03: // loop, and the if of the tick package wasmstop adds after it
+			depth++
+			ticks++
+		case 0x02, 0x04: // block, if
 			depth++
 		case 0x0b: // end
 			depth--
@@ -463,7 +468,7 @@ func (c *checker) body(fn int, code []byte) error {
 	} else if c.weight += w; c.weight > c.limits.TotalWeight {
 		return &LimitError{What: "compile weight of all functions", Got: c.weight, Limit: c.limits.TotalWeight, Func: fn}
 	}
-	if merges := (uint64(branches) + labels) * (locals + params); merges > c.limits.Merges {
+	if merges := (uint64(branches) + ticks + labels) * (locals + params); merges > c.limits.Merges {
 		return &LimitError{What: "merges (parameters and locals times control instructions)", Got: merges, Limit: c.limits.Merges, Func: fn}
 	} else if c.merges += merges; c.merges > c.limits.TotalMerges {
 		return &LimitError{What: "merges of all functions (parameters and locals times control instructions)", Got: c.merges, Limit: c.limits.TotalMerges, Func: fn}
