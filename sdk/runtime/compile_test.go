@@ -182,6 +182,8 @@ func TestWorstAdmittedModulesCompileInBoundedMemory(t *testing.T) {
 		{"loads", wasmtest.Module{Memory: 1, Funcs: []wasmtest.Func{{Code: bytes.Repeat(slices.Concat(zero, []byte{0x28, 0x02, 0x00, 0x1a}), 10_000)}}}},
 		{"locals read inside nested loops", wasmtest.Module{Funcs: []wasmtest.Func{wasmtest.NestedReads(250, 997)}}},
 		{"a br_table of 10,000 labels", wasmtest.Module{Funcs: []wasmtest.Func{{Code: slices.Concat(zero, []byte{0x0e}, wasmtest.U32(10_000), make([]byte, 10_001))}}}},
+		{"sequential ifs", wasmtest.Module{Funcs: []wasmtest.Func{sequentialIfs(4_999)}}},
+		{"locals", wasmtest.Module{Funcs: slices.Repeat([]wasmtest.Func{{I32Locals: 49_999}}, 20)}},
 		{"live values", wasmtest.Module{Funcs: []wasmtest.Func{{Code: slices.Concat(bytes.Repeat([]byte{0x41, 0x01}, 130_000), bytes.Repeat([]byte{0x6a}, 129_999), []byte{0x1a})}}}},
 	}
 	for _, tt := range tests {
