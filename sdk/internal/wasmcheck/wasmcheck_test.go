@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -299,5 +300,20 @@ func TestTablesAreBounded(t *testing.T) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// BenchmarkCheckDefaultPlugin checks the Ubuntu plugin, as every load does twice (the module and the one built
+// from its snapshot).
+func BenchmarkCheckDefaultPlugin(b *testing.B) {
+	wasm, err := os.ReadFile("../../../plugins/dist/ubuntu.wasm")
+	if err != nil {
+		b.Fatalf("%v (make plugins builds it)", err)
+	}
+	b.SetBytes(int64(len(wasm)))
+	for b.Loop() {
+		if _, err := Check(wasm, Limits{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

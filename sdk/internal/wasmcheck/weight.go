@@ -7,28 +7,8 @@ package wasmcheck
 // (Limits.Weight); the weight of a module bounds its compile time (Limits.TotalWeight). r is positioned
 // after op.
 func weight(op byte, r *reader) uint64 {
-	switch {
-	case op == 0x03: // loop, and the tick package wasmstop adds after it
-		return 1 + tickWeight
-	case op == 0x10: // call: 1.6 KB
-		return 7
-	case op == 0x11: // call_indirect: 14.3 KB
-		return 60
-	case op >= 0x28 && op <= 0x3e: // loads and stores: 5.3–5.9 KB
-		return 24
-	case op == 0x0c || op == 0x0d || op == 0x0e || op == 0x04: // br, br_if, br_table, if: 6 KB (br_if)
-		return 24
-	case op >= 0x6d && op <= 0x70, op >= 0x7f && op <= 0x82: // div, rem: 4.3–6.6 KB
-		return 28
-	case op >= 0xa8 && op <= 0xab, op >= 0xae && op <= 0xb1: // truncations that trap: 8.1 KB
-		return 32
-	case op == 0x25 || op == 0x26: // table.get, table.set: 4.3 KB
-		return 18
-	case op == 0x40: // memory.grow: 2.4 KB
-		return 10
-	case op == 0x24 || op == 0x1b || op == 0x1c || op == 0x3f: // global.set, select, memory.size: under 1 KB
-		return 4
-	case op == 0xfc:
+	switch op {
+	case 0xfc:
 		peek := *r
 		switch peek.u32() {
 		case 11, 17: // memory.fill, table.fill: 34 KB, and time that grows with their square in a function
@@ -40,15 +20,45 @@ func weight(op byte, r *reader) uint64 {
 			return 14
 		}
 		return 4
-	case op == 0xfd:
+	case 0xfd:
 		peek := *r
 		if sub := peek.u32(); sub <= 11 || sub >= 84 && sub <= 93 { // v128 loads and stores: 5.3 KB
 			return 24
 		}
 		return 4
 	}
-	return 1
+	return uint64(weights[op])
 }
+
+// weights are the weights of the one-byte opcodes.
+var weights = func() (w [256]uint8) {
+	set := func(weight uint8, ops ...byte) {
+		for _, op := range ops {
+			w[op] = weight
+		}
+	}
+	span := func(from, to byte) []byte {
+		var ops []byte
+		for op := from; op <= to; op++ {
+			ops = append(ops, op)
+		}
+		return ops
+	}
+	for op := range w {
+		w[op] = 1
+	}
+	set(1+tickWeight, 0x03)                                   // loop, and the tick package wasmstop adds after it
+	set(7, 0x10)                                              // call: 1.6 KB
+	set(60, 0x11)                                             // call_indirect: 14.3 KB
+	set(24, span(0x28, 0x3e)...)                              // loads and stores: 5.3–5.9 KB
+	set(24, 0x04, 0x0c, 0x0d, 0x0e)                           // if, br, br_if, br_table: 6 KB (br_if)
+	set(28, append(span(0x6d, 0x70), span(0x7f, 0x82)...)...) // div, rem: 4.3–6.6 KB
+	set(32, append(span(0xa8, 0xab), span(0xae, 0xb1)...)...) // truncations that trap: 8.1 KB
+	set(18, 0x25, 0x26)                                       // table.get, table.set: 4.3 KB
+	set(10, 0x40)                                             // memory.grow: 2.4 KB
+	set(4, 0x24, 0x1b, 0x1c, 0x3f)                            // global.set, select, memory.size: under 1 KB
+	return w
+}()
 
 // tickWeight is what the tick package wasmstop adds at every loop header, and at the entry of every function
 // that does not start with a loop, weighs: global.get, i32.const, i32.sub, global.set, global.get, i32.eqz,
