@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	extism "github.com/extism/go-sdk"
 
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/internal/wasmcheck"
@@ -23,7 +22,7 @@ type Module struct {
 	rt       *Runtime
 	name     string
 	digest   string
-	compiled *extism.CompiledPlugin
+	compiled *compiledPlugin
 	meta     abi.Metadata
 	exports  map[string]bool
 	start    guestEnv     // where instances' clocks and random source start
@@ -34,7 +33,7 @@ type Module struct {
 	inflight sync.WaitGroup
 }
 
-func newModule(rt *Runtime, name, digest string, compiled *extism.CompiledPlugin, info *wasmcheck.Module) *Module {
+func newModule(rt *Runtime, name, digest string, compiled *compiledPlugin, info *wasmcheck.Module) *Module {
 	m := &Module{rt: rt, name: name, digest: digest, compiled: compiled, exports: map[string]bool{}}
 	for name, kind := range info.Exports {
 		if kind == wasmcheck.KindFunc {
