@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/internal/wasmcheck"
 	"github.com/osmhq/osm/sdk/internal/wirejson"
