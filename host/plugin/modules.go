@@ -13,12 +13,11 @@ import (
 // Config.MaxLoadedModules and idle ones are unloaded. A module is pinned while a call uses it, so an unload
 // never breaks a render: only modules without a call in flight sit in the idle list and can be chosen.
 //
-// Each module gets a runtime of its own. Unloading closes that runtime. This was first how the controller freed
-// a module's machine code, when a runtime kept the code of every module it ever compiled; sdk/runtime now
-// frees a module's code on Unload too (TestUnloadedModulesFreeTheirCompiledCode). A runtime still remembers
-// every failed load for its life, though, so a shared one would grow with each broken digest a registry
-// serves; here failures live in modules.failed, which is bounded. Runtimes share the disk cache, so a reload
-// costs a tenth of a second, not a compile.
+// Each module gets a runtime of its own. Unloading closes that runtime. This was how the controller freed a
+// module's machine code, when a runtime kept the code of every module it ever compiled and every failed load;
+// sdk/runtime now frees a module's code on Unload (TestUnloadedModulesFreeTheirCompiledCode) and bounds the
+// failures it remembers (TestRememberedFailuresAreBounded), so one shared runtime would do as well. Runtimes
+// share the disk cache, so a reload costs a tenth of a second, not a compile.
 type modules struct {
 	slots map[string]*slot
 	// idle holds the slots without calls, least recently used first.

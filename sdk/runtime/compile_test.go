@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -206,5 +207,22 @@ func TestWorstAdmittedModulesCompileInBoundedMemory(t *testing.T) {
 			}
 			t.Logf("allocated %d MiB", allocated>>20)
 		})
+	}
+}
+
+// TestRememberedFailuresAreBounded: a runtime remembers a module that failed to load, so a broken plugin costs
+// one check, but not every one it ever met: a registry serving a new broken digest on every pull would grow it
+// without end.
+func TestRememberedFailuresAreBounded(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	for i := range 300 {
+		// A custom section naming i, then 15 bytes claiming 2^32 data segments.
+		wasm := slices.Concat([]byte("\x00asm\x01\x00\x00\x00\x00\x04\x03"), []byte(fmt.Sprintf("%03d", i)), []byte("\x0b\x05\xff\xff\xff\xff\x0f"))
+		if _, err := rt.Load(context.Background(), "broken", wasm); runtime.ReasonOf(err) != runtime.ReasonInvalidModule {
+			t.Fatalf("load %d: %v, want InvalidModule", i, err)
+		}
+	}
+	if n := runtime.Entries(rt); n != 256 {
+		t.Errorf("the runtime holds %d digests after 300 broken ones, want the bound, 256", n)
 	}
 }

@@ -13,3 +13,10 @@ func ImageSize(m *Module) uint64 {
 	}
 	return m.image.size
 }
+
+// Entries is how many digests the runtime holds, loaded or remembered as failed.
+func Entries(r *Runtime) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.modules)
+}

@@ -35,7 +35,13 @@ type Runtime struct {
 	mu      sync.Mutex
 	closed  bool
 	modules map[string]*entry
+	// failed are the digests of remembered load failures, oldest first (at most maxRememberedFailures).
+	failed []string
 }
+
+// maxRememberedFailures bounds the load failures a Runtime remembers, so that a registry serving a new broken
+// digest on every pull cannot grow it without end; a forgotten failure costs one more check or compile.
+const maxRememberedFailures = 256
 
 // entry is a module being loaded or loaded, so concurrent Loads of one digest compile it once.
 type entry struct {
@@ -132,10 +138,8 @@ func (r *Runtime) LoadReleasing(ctx context.Context, name string, wasm []byte, r
 	// asked for is still compiled and cached for whoever asks next.
 	go func() {
 		e.mod, e.err = r.load(context.WithoutCancel(ctx), name, digest, wasm, release)
-		if e.err != nil && transient(e.err) {
-			r.mu.Lock()
-			delete(r.modules, digest)
-			r.mu.Unlock()
+		if e.err != nil {
+			r.forget(digest, transient(e.err))
 		}
 		close(e.done)
 	}()
@@ -144,6 +148,25 @@ func (r *Runtime) LoadReleasing(ctx context.Context, name string, wasm []byte, r
 		return e.mod, e.err
 	case <-ctx.Done():
 		return nil, &Error{Plugin: name, Digest: digest, Reason: ReasonCanceled, Detail: "waiting for the module to load: " + ctx.Err().Error(), Err: ctx.Err()}
+	}
+}
+
+// forget drops a failed load at once when it is transient, and otherwise remembers it, dropping the oldest
+// remembered failure beyond maxRememberedFailures.
+func (r *Runtime) forget(digest string, transient bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if transient {
+		delete(r.modules, digest)
+		return
+	}
+	r.failed = append(r.failed, digest)
+	if len(r.failed) > maxRememberedFailures {
+		oldest := r.failed[0]
+		r.failed = r.failed[1:]
+		if e, ok := r.modules[oldest]; ok && e.mod == nil {
+			delete(r.modules, oldest)
+		}
 	}
 }
 
