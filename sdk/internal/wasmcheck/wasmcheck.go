@@ -65,16 +65,16 @@ type Limits struct {
 	Names uint64
 }
 
-// DefaultLimits leave room around the default Go plugins (4.5 MB, 2,560 functions, at most 1,286 control
-// instructions, 33 KB of code and 20 locals in one function, a cost of 24.5 million, br_tables of at most 964
-// labels in one function and 96,568 in all, merges of at most 19,228 in one function and 1.79 million in all,
-// a compile weight of at most 106,393 in one function and 9.0 million in all) while keeping the cold compile of the worst module they admit
-// within seconds: 4,000 sequential ifs in one function took 1–2 s, and compile time grows with the square of
-// that number (16,000 sequential blocks: over ten minutes). The default plugins have 8 globals, 7 exports,
-// 44,128 data segments and 2,545 element entries; what wazero keeps was measured at about 1.3 KB per global,
-// 150 bytes per export, 85 per data segment and 100 per element entry when a module loads, and 90 bytes per
-// global or element entry for every instance: a 5 MB module of a million globals held 1.3 GiB, so a 32 MiB
-// one would have ended the process.
+// DefaultLimits leave room around the default Go plugins while keeping the cold compile of the worst module
+// they admit within seconds and its memory within about 100 MiB. The default plugins: 4.5 MB, 2,560
+// functions, at most 1,286 control instructions, 33 KB of code and 20 locals in one function, a cost of 24.5
+// million; br_tables of at most 964 labels in one function and 96,568 in all; merges of at most 19,228 in one
+// function and 1.79 million in all; a compile weight of at most 106,393 in one function and 9.0 million in
+// all; 8 globals, 7 exports, 44,128 data segments and 2,545 element entries. 4,000 sequential ifs in one
+// function took 1–2 s to compile, and compile time grows with the square of that number (16,000 sequential
+// blocks: over ten minutes). What wazero keeps was measured at about 1.3 KB per global, 150 bytes per export,
+// 85 per data segment and 100 per element entry when a module loads, and 90 bytes per global or element entry
+// for every instance: a 5 MB module of a million globals held 1.3 GiB, and a 32 MiB one would need about 8 GiB.
 var DefaultLimits = Limits{
 	ModuleBytes:  32 << 20,
 	Functions:    100_000,
@@ -101,56 +101,22 @@ func (l Limits) withDefaults() Limits {
 	if l.ModuleBytes <= 0 {
 		l.ModuleBytes = d.ModuleBytes
 	}
-	if l.Functions == 0 {
-		l.Functions = d.Functions
+	for _, f := range []struct{ v, d *uint32 }{
+		{&l.Functions, &d.Functions}, {&l.BodyBytes, &d.BodyBytes}, {&l.Locals, &d.Locals}, {&l.Branches, &d.Branches},
+		{&l.Globals, &d.Globals}, {&l.Exports, &d.Exports}, {&l.DataSegments, &d.DataSegments}, {&l.Params, &d.Params},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
 	}
-	if l.BodyBytes == 0 {
-		l.BodyBytes = d.BodyBytes
-	}
-	if l.Locals == 0 {
-		l.Locals = d.Locals
-	}
-	if l.Branches == 0 {
-		l.Branches = d.Branches
-	}
-	if l.Cost == 0 {
-		l.Cost = d.Cost
-	}
-	if l.Globals == 0 {
-		l.Globals = d.Globals
-	}
-	if l.Exports == 0 {
-		l.Exports = d.Exports
-	}
-	if l.DataSegments == 0 {
-		l.DataSegments = d.DataSegments
-	}
-	if l.Params == 0 {
-		l.Params = d.Params
-	}
-	if l.Slots == 0 {
-		l.Slots = d.Slots
-	}
-	if l.Merges == 0 {
-		l.Merges = d.Merges
-	}
-	if l.TotalMerges == 0 {
-		l.TotalMerges = d.TotalMerges
-	}
-	if l.Labels == 0 {
-		l.Labels = d.Labels
-	}
-	if l.TotalLabels == 0 {
-		l.TotalLabels = d.TotalLabels
-	}
-	if l.Weight == 0 {
-		l.Weight = d.Weight
-	}
-	if l.TotalWeight == 0 {
-		l.TotalWeight = d.TotalWeight
-	}
-	if l.Names == 0 {
-		l.Names = d.Names
+	for _, f := range []struct{ v, d *uint64 }{
+		{&l.Cost, &d.Cost}, {&l.Slots, &d.Slots}, {&l.Merges, &d.Merges}, {&l.TotalMerges, &d.TotalMerges},
+		{&l.Labels, &d.Labels}, {&l.TotalLabels, &d.TotalLabels}, {&l.Weight, &d.Weight}, {&l.TotalWeight, &d.TotalWeight},
+		{&l.Names, &d.Names},
+	} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
 	}
 	return l
 }
@@ -248,7 +214,6 @@ func Check(wasm []byte, limits Limits) (*Module, error) {
 		got, limit uint64
 	}{
 		{"globals", uint64(c.mod.ImportedGlobals) + uint64(c.mod.Globals), uint64(l.Globals)},
-		{"exports", uint64(c.exports), uint64(l.Exports)},
 		{"data segments", uint64(c.dataSegments), uint64(l.DataSegments)},
 		{"element entries", c.elementEntries, uint64(l.Functions)},
 		{"names", c.names, l.Names},
@@ -270,7 +235,8 @@ type checker struct {
 	// tables are the imported then the defined tables; tableEntries the entries they may hold in all.
 	tables       []tableLimits
 	tableEntries uint64
-	// exports, dataSegments and elementEntries count what DefaultLimits bounds besides functions.
+	// exports (refused at once beyond the limit), dataSegments and elementEntries count what Check bounds once
+	// it has read the whole module.
 	exports, dataSegments uint32
 	elementEntries        uint64
 	// typeParams are each type's parameters, funcTypes each defined function's type; slots the parameters
