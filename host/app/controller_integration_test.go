@@ -283,21 +283,8 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 			waitForSecret(t, c, n+"-kube-system-bootstrap-config", "1")
 		}
 		for _, n := range []string{"loop-a", "panic-a", "oom-a", "recurse-a", "recurse-b", "garbage-a", "error-a"} {
-			got := &osmv1alpha1.OperatingSystemConfig{}
-			eventually(t, wait, n+" reports its failure", func() error {
-				if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: n + ".kube-system-config"}, got); err != nil {
-					return err
-				}
-				cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
-				if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != osmv1alpha1.ReasonPluginFailed {
-					return fmt.Errorf("Ready condition = %+v", cond)
-				}
-				if !strings.Contains(cond.Message, `"selective"`) {
-					return fmt.Errorf("message does not name the plugin: %s", cond.Message)
-				}
-				return nil
-			})
-			t.Logf("%s: %s", n, meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady).Message)
+			cond := waitForNotReady(t, c, n+".kube-system-config", osmv1alpha1.ReasonPluginFailed, `"selective"`)
+			t.Logf("%s: %s", n, cond.Message)
 			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: n + "-kube-system-bootstrap-config"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
 				t.Errorf("%s: a bootstrap Secret exists for a failed render (err=%v)", n, err)
 			}

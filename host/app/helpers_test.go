@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 	yamlv3 "go.yaml.in/yaml/v3"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -228,6 +230,33 @@ func readYAMLFile(t testing.TB, path string, into any) {
 	if err := yaml.Unmarshal(data, into); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// waitForNotReady waits until the OSC named oscName is Ready=False with reason, its message containing each of
+// wants, and returns that condition.
+func waitForNotReady(t *testing.T, c client.Client, oscName, reason string, wants ...string) *metav1.Condition {
+	t.Helper()
+	var cond *metav1.Condition
+	eventually(t, wait, oscName+" reports "+reason, func() error {
+		got := &osmv1alpha1.OperatingSystemConfig{}
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: osmNamespace, Name: oscName}, got); err != nil {
+			return err
+		}
+		cond = meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
+		if cond == nil {
+			return errors.New("no Ready condition")
+		}
+		if cond.Status != metav1.ConditionFalse || cond.Reason != reason {
+			return fmt.Errorf("Ready condition: %s %s: %s", cond.Status, cond.Reason, cond.Message)
+		}
+		for _, want := range wants {
+			if !strings.Contains(cond.Message, want) {
+				return fmt.Errorf("Ready message does not contain %q: %s", want, cond.Message)
+			}
+		}
+		return nil
+	})
+	return cond
 }
 
 // eventually retries check until it returns nil or the timeout passes. The timeout bounds a wait for the

@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
@@ -62,18 +61,7 @@ func TestNameCollisions(t *testing.T) {
 		if err := c.Create(ctx, second); err != nil {
 			t.Fatal(err)
 		}
-		got := &osmv1alpha1.OperatingSystemConfig{}
-		eventually(t, wait, "b-c/a reports the conflict", func() error {
-			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(second)}, got); err != nil {
-				return err
-			}
-			cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
-			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != osmv1alpha1.ReasonSecretNameConflict ||
-				!strings.Contains(cond.Message, "c/a-b") || !strings.Contains(cond.Message, "a-b-c-") {
-				return fmt.Errorf("Ready condition = %+v", cond)
-			}
-			return nil
-		})
+		waitForNotReady(t, c, render.OSCName(second), osmv1alpha1.ReasonSecretNameConflict, "c/a-b", "a-b-c-")
 		isoWaitForEvent(t, c, second, osmv1alpha1.ReasonSecretNameConflict, "c/a-b")
 
 		// Nothing of the first was touched, and the second holds no credential: one would be allowed to read

@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -110,20 +106,7 @@ func TestHostileModulesFailOnlyTheirMachineDeployments(t *testing.T) {
 	}
 
 	for name, m := range modules {
-		osc := &osmv1alpha1.OperatingSystemConfig{}
-		eventually(t, wait, name+" reports the refused module", func() error {
-			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: name + ".kube-system-config"}, osc); err != nil {
-				return err
-			}
-			cond := meta.FindStatusCondition(osc.Status.Conditions, osmv1alpha1.ConditionReady)
-			if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != osmv1alpha1.ReasonPluginInvalid {
-				return fmt.Errorf("Ready condition = %+v", cond)
-			}
-			if !strings.Contains(cond.Message, m.want) {
-				return fmt.Errorf("message does not name the limit (%q): %s", m.want, cond.Message)
-			}
-			return nil
-		})
+		waitForNotReady(t, c, name+".kube-system-config", osmv1alpha1.ReasonPluginInvalid, m.want)
 		waitForEvent(t, c, name, osmv1alpha1.ReasonPluginInvalid)
 		secret := name + "-kube-system-bootstrap-config"
 		if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: secret}, &corev1.Secret{}); !apierrors.IsNotFound(err) {

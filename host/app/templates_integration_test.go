@@ -9,8 +9,6 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -81,26 +79,6 @@ func TestHostileTemplatesAgainstRealAPIServer(t *testing.T) {
 		}
 	}
 	waitForSecret(t, c, "neighbour-kube-system-provisioning-config", "1")
-	got := &osmv1alpha1.OperatingSystemConfig{}
-	eventually(t, wait, "the victim's OSC reports the template error", func() error {
-		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "victim.kube-system-config"}, got); err != nil {
-			return err
-		}
-		cond := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady)
-		if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != osmv1alpha1.ReasonTemplateError ||
-			!strings.Contains(cond.Message, "/etc/victim") || !strings.Contains(cond.Message, "over the ValueBytes limit") {
-			return &unexpectedCondition{cond}
-		}
-		return nil
-	})
-	t.Logf("victim: %s", meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady).Message)
-}
-
-type unexpectedCondition struct{ c *metav1.Condition }
-
-func (e *unexpectedCondition) Error() string {
-	if e.c == nil {
-		return "no Ready condition"
-	}
-	return "Ready condition: " + e.c.Reason + ": " + e.c.Message
+	cond := waitForNotReady(t, c, "victim.kube-system-config", osmv1alpha1.ReasonTemplateError, "/etc/victim", "over the ValueBytes limit")
+	t.Logf("victim: %s", cond.Message)
 }
