@@ -1,0 +1,164 @@
+package pluginhost
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// envConfig names the environment variable that turns a process into a plugin host: it holds the host's
+// HostConfig as JSON. The supervisor sets it on the child it starts, and only there.
+const envConfig = "OSM_PLUGIN_HOST_CONFIG"
+
+// HostConfig is what a plugin host process runs with.
+type HostConfig struct {
+	// Runtime limits, as sdk/runtime's Config: per-instance memory cap, per-call timeout (a courtesy inside the
+	// host: the supervisor kills the host when a call overruns it), the memory budget of concurrent calls, and
+	// the compiled-code cache directory.
+	MemoryLimit  uint64        `json:"memoryLimit,omitempty"`
+	Timeout      time.Duration `json:"timeout,omitempty"`
+	MemoryBudget uint64        `json:"memoryBudget,omitempty"`
+	CacheDir     string        `json:"cacheDir,omitempty"`
+	NoSnapshot   bool          `json:"noSnapshot,omitempty"`
+	// AddressSpace is the host's RLIMIT_AS in bytes (0: none): an allocation past it fails in the kernel, and
+	// the Go runtime ends the host with "out of memory" instead of growing.
+	AddressSpace uint64 `json:"addressSpace,omitempty"`
+}
+
+// init makes every binary that links this package able to serve as a plugin host: the supervisor starts its
+// own executable with envConfig set, so the controller, osmctl and test binaries need no second binary and
+// no flag parsing before the host runs. The variable is removed at once, so nothing the host starts sees it.
+func init() {
+	cfgJSON, ok := os.LookupEnv(envConfig)
+	if !ok {
+		return
+	}
+	_ = os.Unsetenv(envConfig)
+	os.Exit(hostMain(cfgJSON))
+}
+
+func hostMain(cfgJSON string) int {
+	var cfg HostConfig
+	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "plugin host: bad configuration:", err)
+		return 2
+	}
+	if err := confine(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "plugin host:", err)
+		return 2
+	}
+	if err := Serve(os.Stdin, os.Stdout, cfg); err != nil && !errors.Is(err, io.EOF) {
+		fmt.Fprintln(os.Stderr, "plugin host:", err)
+		return 1
+	}
+	return 0
+}
+
+// confine applies the OS bounds a host sets on itself before it reads its first module: its address space,
+// and the kernel's choice of victim when the pod's cgroup runs out of memory (the host, not the controller).
+func confine(cfg HostConfig) error {
+	if cfg.AddressSpace > 0 {
+		lim := &syscall.Rlimit{Cur: cfg.AddressSpace, Max: cfg.AddressSpace}
+		if err := syscall.Setrlimit(syscall.RLIMIT_AS, lim); err != nil {
+			return fmt.Errorf("setting RLIMIT_AS to %d bytes: %w", cfg.AddressSpace, err)
+		}
+	}
+	// Raising one's own OOM score needs no privilege; failing to (no /proc) only loses the preference.
+	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(1000)), 0)
+	return nil
+}
+
+// Serve runs a plugin host on a pipe pair until r ends: it loads, compiles and calls modules in one
+// sdk/runtime Runtime, each request in a goroutine of its own, and reports the runtime's hook events.
+func Serve(r io.Reader, w io.Writer, cfg HostConfig) error {
+	out := &frameWriter{w: w}
+	send := func(e *wireEvent) { _ = out.write(&header{Op: opEvent, Event: e}, nil) }
+	rt, err := runtime.New(runtime.Config{
+		MemoryLimit: cfg.MemoryLimit, Timeout: cfg.Timeout, MemoryBudget: cfg.MemoryBudget,
+		CacheDir: cfg.CacheDir, NoSnapshot: cfg.NoSnapshot,
+		Hooks: runtime.Hooks{
+			Compiled: func(e runtime.CompileEvent) {
+				send(&wireEvent{Kind: "compiled", Plugin: e.Plugin, Digest: e.Digest, Seconds: e.Duration.Seconds(),
+					Layer: e.Layer, NotSnapshotted: e.NotSnapshotted, Err: toWire(e.Err)})
+			},
+			CacheHit: func(l runtime.CacheLayer) { send(&wireEvent{Kind: "cacheHit", Layer: l}) },
+			Called: func(e runtime.CallEvent) {
+				ev := &wireEvent{Kind: "called", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Seconds: e.Duration.Seconds(), Memory: e.Memory}
+				if e.Err != nil {
+					ev.Err = toWire(e.Err)
+				}
+				send(ev)
+			},
+			Output: func(e runtime.OutputEvent) {
+				send(&wireEvent{Kind: "output", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
+			},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rt.Close(context.Background()) }()
+	in := newFrameReader(r)
+	for {
+		h, payload, err := in.read()
+		if err != nil {
+			return err
+		}
+		go serveOne(rt, out, h, payload)
+	}
+}
+
+func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) {
+	reply := &header{ID: h.ID, Op: opReply}
+	var result []byte
+	ctx := context.Background()
+	switch h.Op {
+	case opLoad:
+		mod, err := rt.Load(ctx, h.Name, payload)
+		if err != nil {
+			reply.Err = toWire(err)
+			break
+		}
+		if mod.Digest() != h.Digest {
+			_ = rt.Unload(ctx, mod.Digest())
+			reply.Err = &wireError{Plugin: h.Name, Digest: h.Digest, Reason: runtime.ReasonInvalidModule,
+				Detail: fmt.Sprintf("module bytes have digest %s, not %s", mod.Digest(), h.Digest)}
+			break
+		}
+		reply.Metadata, _ = json.Marshal(mod.Metadata())
+		for _, e := range []string{abi.ExportValidate, abi.ExportEncode} {
+			if mod.Implements(e) {
+				reply.Exports = append(reply.Exports, e)
+			}
+		}
+	case opCall:
+		mod, ok := rt.Get(h.Digest)
+		if !ok {
+			reply.Err = &wireError{Digest: h.Digest, Export: h.Export, Reason: reasonNotLoaded, Detail: "module not loaded in this plugin host"}
+			break
+		}
+		out, err := mod.Call(ctx, h.Export, payload)
+		if err != nil {
+			reply.Err = toWire(err)
+			break
+		}
+		result = out
+	case opUnload:
+		_ = rt.Unload(ctx, h.Digest)
+	default:
+		reply.Err = &wireError{Reason: runtime.ReasonInvalidInput, Detail: "unknown operation " + strconv.Quote(h.Op)}
+	}
+	_ = out.write(reply, result)
+}
+
+// reasonNotLoaded tells the supervisor to send the module first; it never reaches a caller.
+const reasonNotLoaded runtime.Reason = "NotLoaded"

@@ -1,0 +1,475 @@
+// Package pluginhost runs plugins in a separate process that the operating system bounds, and supervises it.
+//
+// The controller, its webhooks and osmctl never compile or run guest code. A Supervisor starts a plugin host
+// (the same executable, turned into a host by an environment variable: see init) and talks to it over a pipe
+// pair with the ABI's JSON (wire.go). What bounds a guest is enforced from outside the host, where the guest
+// cannot reach:
+//
+//   - time: every operation has a deadline (the call timeout plus a grace, or the load timeout); past it the
+//     supervisor kills the host with SIGKILL. Inside the host, wazero's close-on-context-done usually ends the
+//     call on time, but nothing depends on it: bulk memory operations and host calls ignore it, and a guest in
+//     machine code can hold up the host's garbage collector, so a stuck host cannot even answer.
+//   - memory: the host's RSS is polled (Config.MaxRSS) and the host killed above it; its address space is
+//     capped with RLIMIT_AS, and it offers itself to the kernel's OOM killer first (oom_score_adj 1000).
+//   - blame: an operation past its deadline, or the only one in flight when the host died, is the culprit and
+//     fails with a reason. The others in flight are retried: on a fresh host when the culprit is known, and
+//     otherwise one at a time on a probation host, where a second death names the culprit for sure.
+//   - repetition: a module that kills its host twice within QuarantineWindow is quarantined by digest, its
+//     calls failing at once for a while that doubles each time, so it cannot keep the host down for others.
+//
+// The design follows HashiCorp go-plugin and Crossplane functions (third-party logic in its own process,
+// killed by the host when it misbehaves); the supervisor is written here because what it needs beyond
+// starting a process (per-call deadlines, an RSS watchdog, retry and attribution, quarantine) is the part
+// those libraries leave to the caller.
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// Reasons a supervisor adds to sdk/runtime's.
+const (
+	// ReasonHostCrashed: the plugin host died while this operation was the one to blame (a crash of the
+	// runtime, an allocation past RLIMIT_AS).
+	ReasonHostCrashed runtime.Reason = "HostCrashed"
+	// ReasonQuarantined: the module killed its plugin host repeatedly and is not run for a while.
+	ReasonQuarantined runtime.Reason = "Quarantined"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultGrace            = 2 * time.Second
+	DefaultLoadTimeout      = 2 * time.Minute
+	DefaultMaxRSS           = 768 << 20
+	DefaultWatchInterval    = 100 * time.Millisecond
+	DefaultQuarantineWindow = 10 * time.Minute
+	DefaultQuarantine       = time.Minute
+	maxQuarantine           = 30 * time.Minute
+	// probationIdle stops a probation host nobody used for this long.
+	probationIdle = 30 * time.Second
+)
+
+// Config configures a Supervisor.
+type Config struct {
+	// Host is the host processes' configuration.
+	Host HostConfig
+	// Executable is the binary started as a host; it must link this package. Default: this process's own.
+	Executable string
+	// Grace is how long past the call timeout a call may run before its host is killed. Default DefaultGrace.
+	Grace time.Duration
+	// LoadTimeout bounds loading (checking, compiling, initialising) a module. Default DefaultLoadTimeout.
+	LoadTimeout time.Duration
+	// MaxRSS kills a host whose resident memory exceeds it, in bytes. Default DefaultMaxRSS; negative: none.
+	MaxRSS uint64
+	// WatchInterval is how often deadlines and memory are checked. Default DefaultWatchInterval.
+	WatchInterval time.Duration
+	// QuarantineWindow and Quarantine: a module that kills its host twice within the window is not run for
+	// Quarantine, doubled at every further quarantine up to 30 minutes.
+	QuarantineWindow time.Duration
+	Quarantine       time.Duration
+	// Hooks receive the host's runtime events (compiles, calls, guest output), as if the runtime were local.
+	Hooks runtime.Hooks
+	// Registerer gets the supervisor's metrics; nil registers none.
+	Registerer prometheus.Registerer
+	Log        logr.Logger
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Executable == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return c, fmt.Errorf("finding the executable to start plugin hosts from: %w", err)
+		}
+		c.Executable = exe
+	}
+	if c.Host.Timeout <= 0 {
+		c.Host.Timeout = runtime.DefaultTimeout
+	}
+	if c.Grace <= 0 {
+		c.Grace = DefaultGrace
+	}
+	if c.LoadTimeout <= 0 {
+		c.LoadTimeout = DefaultLoadTimeout
+	}
+	if c.MaxRSS == 0 {
+		c.MaxRSS = DefaultMaxRSS
+	}
+	if c.WatchInterval <= 0 {
+		c.WatchInterval = DefaultWatchInterval
+	}
+	if c.QuarantineWindow <= 0 {
+		c.QuarantineWindow = DefaultQuarantineWindow
+	}
+	if c.Quarantine <= 0 {
+		c.Quarantine = DefaultQuarantine
+	}
+	return c, nil
+}
+
+// Module names a module and how to get its bytes, which the supervisor sends to every host that lacks it
+// (a host restarted after a kill starts empty).
+type Module struct {
+	Name   string
+	Digest string
+	// Bytes returns the module's bytes and a function to call once they are no longer needed.
+	Bytes func() ([]byte, func(), error)
+}
+
+// LoadResult is what a loaded module declared.
+type LoadResult struct {
+	Metadata  abi.Metadata
+	Validates bool
+	Encodes   bool
+}
+
+// Supervisor runs plugin operations in host processes. It is safe for concurrent use.
+type Supervisor struct {
+	cfg     Config
+	log     logr.Logger
+	metrics *metrics
+
+	mu      sync.Mutex
+	main    *proc
+	closed  bool
+	strikes map[string]*record
+
+	// probationMu runs probation operations one at a time.
+	probationMu   sync.Mutex
+	probation     *proc
+	probationUsed time.Time
+	probationStop *time.Timer
+}
+
+// record is a module's history of killing its host.
+type record struct {
+	deaths      []time.Time
+	quarantines int
+	until       time.Time
+	cause       string
+}
+
+// New creates a Supervisor. No host starts until the first operation.
+func New(cfg Config) (*Supervisor, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	met, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, strikes: map[string]*record{}}, nil
+}
+
+// mainProc returns the running main host, starting one if there is none.
+func (s *Supervisor) mainProc() (*proc, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, &runtime.Error{Reason: runtime.ReasonClosed, Detail: "the plugin host supervisor is closed"}
+	}
+	if s.main != nil {
+		select {
+		case <-s.main.dead:
+		default:
+			return s.main, nil
+		}
+	}
+	p, err := s.startProc("main")
+	if err != nil {
+		return nil, err
+	}
+	s.main = p
+	return p, nil
+}
+
+// Load loads m into the main host and returns what it declared.
+func (s *Supervisor) Load(ctx context.Context, m Module) (LoadResult, error) {
+	var res LoadResult
+	err := s.run(ctx, m, "load", func(p *proc) error {
+		var err error
+		res, err = p.ensureLoaded(ctx, m)
+		return err
+	})
+	return res, err
+}
+
+// Call runs export of m on input in and returns its output.
+func (s *Supervisor) Call(ctx context.Context, m Module, export string, in []byte) ([]byte, error) {
+	var out []byte
+	err := s.run(ctx, m, export, func(p *proc) error {
+		var err error
+		out, err = p.call(ctx, m, export, in)
+		return err
+	})
+	return out, err
+}
+
+// maxRetries bounds how often one operation follows a host that others killed.
+const maxRetries = 3
+
+// run runs op on the main host, and decides what a host's death under it means for its caller.
+func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*proc) error) error {
+	for attempt := 0; ; attempt++ {
+		if err := s.quarantined(m); err != nil {
+			return err
+		}
+		p, err := s.mainProc()
+		if err != nil {
+			return err
+		}
+		err = op(p)
+		var hd *hostDied
+		if !errors.As(err, &hd) {
+			return err
+		}
+		switch {
+		case hd.death.reason == runtime.ReasonClosed:
+			return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: runtime.ReasonClosed, Detail: hd.death.cause}
+		case hd.culprit:
+			return s.blame(m, what, hd.death)
+		case len(hd.death.culprits) > 0 && attempt < maxRetries:
+			// Another operation was to blame; this one runs again on a fresh host.
+			s.metrics.retries.Inc()
+			continue
+		default:
+			// Nobody in particular was to blame: run alone, where a second death is this operation's doing.
+			s.metrics.retries.Inc()
+			return s.onProbation(ctx, m, what, op)
+		}
+	}
+}
+
+// onProbation runs op on the probation host, one operation at a time.
+func (s *Supervisor) onProbation(ctx context.Context, m Module, what string, op func(*proc) error) error {
+	s.probationMu.Lock()
+	defer s.probationMu.Unlock()
+	if err := s.quarantined(m); err != nil {
+		return err
+	}
+	if s.probation == nil || isDead(s.probation) {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return &runtime.Error{Reason: runtime.ReasonClosed, Detail: "the plugin host supervisor is closed"}
+		}
+		p, err := s.startProc("probation")
+		if err != nil {
+			return err
+		}
+		s.probation = p
+	}
+	s.probationUsed = time.Now()
+	s.scheduleProbationStop()
+	err := op(s.probation)
+	var hd *hostDied
+	if errors.As(err, &hd) {
+		if hd.death.reason == runtime.ReasonClosed {
+			return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: runtime.ReasonClosed, Detail: hd.death.cause}
+		}
+		return s.blame(m, what, hd.death)
+	}
+	return err
+}
+
+// scheduleProbationStop stops the probation host once it has been idle for probationIdle. Called with
+// probationMu held.
+func (s *Supervisor) scheduleProbationStop() {
+	if s.probationStop != nil {
+		s.probationStop.Stop()
+	}
+	s.probationStop = time.AfterFunc(probationIdle, func() {
+		s.probationMu.Lock()
+		defer s.probationMu.Unlock()
+		if s.probation != nil && time.Since(s.probationUsed) >= probationIdle {
+			s.probation.stop("probation host idle")
+			s.probation = nil
+		}
+	})
+}
+
+func isDead(p *proc) bool {
+	select {
+	case <-p.dead:
+		return true
+	default:
+		return false
+	}
+}
+
+// blame fails the culprit's operation and counts the death against its module.
+func (s *Supervisor) blame(m Module, what string, d *death) error {
+	s.mu.Lock()
+	r := s.strikes[m.Digest]
+	if r == nil {
+		if len(s.strikes) >= maxRecords {
+			s.dropOldestRecord()
+		}
+		r = &record{}
+		s.strikes[m.Digest] = r
+	}
+	now := time.Now()
+	kept := r.deaths[:0]
+	for _, t := range r.deaths {
+		if now.Sub(t) < s.cfg.QuarantineWindow {
+			kept = append(kept, t)
+		}
+	}
+	r.deaths = append(kept, now)
+	r.cause = d.cause
+	if len(r.deaths) >= 2 {
+		r.until = now.Add(min(s.cfg.Quarantine<<r.quarantines, maxQuarantine))
+		r.quarantines++
+		r.deaths = nil
+		s.metrics.quarantines.Inc()
+		s.log.Info("plugin module quarantined: it killed the plugin host twice", "plugin", m.Name, "digest", m.Digest, "until", r.until.UTC().Format(time.RFC3339), "cause", d.cause)
+	}
+	s.mu.Unlock()
+	return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: d.reason, Detail: d.cause}
+}
+
+// maxRecords bounds the modules whose host kills are remembered.
+const maxRecords = 1024
+
+func (s *Supervisor) dropOldestRecord() {
+	var oldest string
+	var at time.Time
+	for k, r := range s.strikes {
+		t := r.until
+		if len(r.deaths) > 0 && r.deaths[len(r.deaths)-1].After(t) {
+			t = r.deaths[len(r.deaths)-1]
+		}
+		if oldest == "" || t.Before(at) {
+			oldest, at = k, t
+		}
+	}
+	delete(s.strikes, oldest)
+}
+
+// quarantined returns the error for a module in quarantine, or nil.
+func (s *Supervisor) quarantined(m Module) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.strikes[m.Digest]
+	if r == nil || !time.Now().Before(r.until) {
+		return nil
+	}
+	return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: ReasonQuarantined,
+		Detail: fmt.Sprintf("quarantined until %s: it killed the plugin host %d times in %s (last: %s)",
+			r.until.UTC().Format(time.RFC3339), 2*r.quarantines, s.cfg.QuarantineWindow, r.cause)}
+}
+
+// Unload tells every host to drop the module.
+func (s *Supervisor) Unload(digest string) {
+	s.mu.Lock()
+	p := s.main
+	s.mu.Unlock()
+	if p != nil {
+		p.unload(digest)
+	}
+	s.probationMu.Lock()
+	if s.probation != nil {
+		s.probation.unload(digest)
+	}
+	s.probationMu.Unlock()
+}
+
+// PIDs returns the process IDs of the running hosts (for tests and diagnostics).
+func (s *Supervisor) PIDs() []int {
+	var pids []int
+	s.mu.Lock()
+	if s.main != nil && !isDead(s.main) {
+		pids = append(pids, s.main.cmd.Process.Pid)
+	}
+	s.mu.Unlock()
+	s.probationMu.Lock()
+	if s.probation != nil && !isDead(s.probation) {
+		pids = append(pids, s.probation.cmd.Process.Pid)
+	}
+	s.probationMu.Unlock()
+	return pids
+}
+
+// Close stops the hosts; operations in flight fail with ReasonClosed.
+func (s *Supervisor) Close() {
+	s.mu.Lock()
+	s.closed = true
+	p := s.main
+	s.mu.Unlock()
+	if p != nil {
+		p.stop("plugin host supervisor closed")
+	}
+	s.probationMu.Lock()
+	if s.probationStop != nil {
+		s.probationStop.Stop()
+	}
+	if s.probation != nil {
+		s.probation.stop("plugin host supervisor closed")
+	}
+	s.probationMu.Unlock()
+}
+
+type metrics struct {
+	starts      *prometheus.CounterVec
+	deaths      *prometheus.CounterVec
+	retries     prometheus.Counter
+	quarantines prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_starts_total",
+			Help: "Plugin host processes started (role main or probation)."}, []string{"role"}),
+		deaths: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_deaths_total",
+			Help: "Plugin host processes that ended, by reason (Timeout and OutOfMemory: killed by the supervisor; HostCrashed; Closed: stopped)."}, []string{"role", "reason"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_host_retries_total",
+			Help: "Plugin operations run again because their host died under them for another operation."}),
+		quarantines: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_quarantines_total",
+			Help: "Plugin modules quarantined for killing their host repeatedly."}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.starts, err = register(reg, m.starts); err != nil {
+		return nil, err
+	}
+	if m.deaths, err = register(reg, m.deaths); err != nil {
+		return nil, err
+	}
+	if m.retries, err = register(reg, m.retries); err != nil {
+		return nil, err
+	}
+	if m.quarantines, err = register(reg, m.quarantines); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector already registered under its name (a second supervisor on
+// one registry shares the series).
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}
+
+func (m *metrics) started(role string)      { m.starts.WithLabelValues(role).Inc() }
+func (m *metrics) died(role, reason string) { m.deaths.WithLabelValues(role, reason).Inc() }

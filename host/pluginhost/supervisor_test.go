@@ -1,0 +1,227 @@
+package pluginhost_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/osmhq/osm/host/pluginhost"
+	"github.com/osmhq/osm/sdk/abi"
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// The test binary is the plugin host: it links pluginhost, whose init serves when the supervisor starts it.
+
+func newSupervisor(t *testing.T, mod func(*pluginhost.Config)) *pluginhost.Supervisor {
+	t.Helper()
+	cfg := pluginhost.Config{
+		Host:  pluginhost.HostConfig{Timeout: time.Second, CacheDir: t.TempDir()},
+		Grace: 500 * time.Millisecond,
+		Log:   testr.New(t),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := pluginhost.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+func module(name string, wasm []byte) pluginhost.Module {
+	return pluginhost.Module{Name: name, Digest: runtime.Digest(wasm), Bytes: func() ([]byte, func(), error) { return wasm, func() {}, nil }}
+}
+
+func reasonOf(err error) runtime.Reason {
+	var re *runtime.Error
+	if errors.As(err, &re) {
+		return re.Reason
+	}
+	return ""
+}
+
+func TestCallsRunInAHostProcess(t *testing.T) {
+	s := newSupervisor(t, nil)
+	ctx := context.Background()
+	m := module("hand", handPlugin(nil, nil, 1))
+	res, err := s.Load(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Metadata.Name != "hand" || res.Validates || res.Encodes {
+		t.Errorf("load result = %+v", res)
+	}
+	if _, err := s.Call(ctx, m, abi.ExportRender, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	pids := s.PIDs()
+	if len(pids) != 1 || pids[0] == os.Getpid() {
+		t.Fatalf("hosts %v: want one process that is not the test's (%d)", pids, os.Getpid())
+	}
+	// Endless recursion traps inside the host, which survives it.
+	if _, err := s.Call(ctx, m, "recurse", nil); reasonOf(err) != runtime.ReasonTrap {
+		t.Errorf("recursion: %v, want a Trap", err)
+	}
+	if got := s.PIDs(); !slices.Equal(got, pids) {
+		t.Errorf("a trap replaced the host: %v -> %v", pids, got)
+	}
+}
+
+// TestHostileCallsAreKilled replays what the in-process sandbox could not stop: loops whose every iteration
+// is a bulk memory operation or a host call. Each fails with Timeout within the timeout and grace plus the
+// watchdog's interval, a benign call in flight on the same host is retried and succeeds, and the host
+// serves the next call.
+func TestHostileCallsAreKilled(t *testing.T) {
+	ctx := context.Background()
+	for name, render := range map[string][]byte{"spin": spin, "memory.fill": fillLoop, "memory.copy": copyLoop, "random_get": randomLoop} {
+		t.Run(name, func(t *testing.T) {
+			s := newSupervisor(t, nil)
+			hostile := module(name, handPlugin(nil, render, 1024, randomGet))
+			benign := module("benign", handPlugin(nil, nil, 1))
+			var wg sync.WaitGroup
+			var benignErr error
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				// A benign call of about 0.3 s, started shortly before the hostile one's host is killed (at
+				// 1.5 s), so that it is likely in flight then: it runs again on the next host.
+				time.Sleep(1300 * time.Millisecond)
+				_, benignErr = s.Call(ctx, module("benign-busy", handPlugin(nil, busy(80_000_000), 1)), abi.ExportRender, nil)
+			}()
+			start := time.Now()
+			_, err := s.Call(ctx, hostile, abi.ExportRender, nil)
+			took := time.Since(start)
+			wg.Wait()
+			if reasonOf(err) != runtime.ReasonTimeout {
+				t.Fatalf("hostile call: %v, want Timeout", err)
+			}
+			if took > 5*time.Second {
+				t.Errorf("the hostile call took %s to fail; timeout 1s, grace 0.5s", took)
+			}
+			if benignErr != nil {
+				t.Errorf("a benign call beside it failed: %v", benignErr)
+			}
+			if _, err := s.Call(ctx, benign, abi.ExportRender, nil); err != nil {
+				t.Errorf("next call: %v", err)
+			}
+		})
+	}
+}
+
+// TestHostileLoadsAreKilled: the same loop in osm_metadata, which runs when the module loads.
+func TestHostileLoadsAreKilled(t *testing.T) {
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.LoadTimeout = 2 * time.Second })
+	_, err := s.Load(context.Background(), module("spin-metadata", handPlugin(fillLoop, nil, 1024)))
+	if r := reasonOf(err); r != runtime.ReasonTimeout {
+		t.Fatalf("load: %v, want Timeout", err)
+	}
+	if _, err := s.Load(context.Background(), module("hand", handPlugin(nil, nil, 1))); err != nil {
+		t.Fatalf("next load: %v", err)
+	}
+}
+
+// TestRepeatKillersAreQuarantined: a module that kills its host twice is refused at once afterwards, so it
+// cannot keep the host down for everyone.
+func TestRepeatKillersAreQuarantined(t *testing.T) {
+	s := newSupervisor(t, nil)
+	ctx := context.Background()
+	hostile := module("fill", handPlugin(nil, fillLoop, 1024))
+	for i := range 2 {
+		if _, err := s.Call(ctx, hostile, abi.ExportRender, nil); reasonOf(err) != runtime.ReasonTimeout {
+			t.Fatalf("call %d: %v, want Timeout", i, err)
+		}
+	}
+	start := time.Now()
+	_, err := s.Call(ctx, hostile, abi.ExportRender, nil)
+	if reasonOf(err) != pluginhost.ReasonQuarantined {
+		t.Fatalf("third call: %v, want Quarantined", err)
+	}
+	if time.Since(start) > 100*time.Millisecond {
+		t.Errorf("a quarantined call took %s", time.Since(start))
+	}
+	if _, err := s.Call(ctx, module("hand", handPlugin(nil, nil, 1)), abi.ExportRender, nil); err != nil {
+		t.Errorf("another module: %v", err)
+	}
+}
+
+// TestMemoryWatchdog: a call that grows the host past its memory limit gets the host killed, and fails
+// with OutOfMemory, well before its timeout.
+func TestMemoryWatchdog(t *testing.T) {
+	ctx := context.Background()
+	probe := newSupervisor(t, nil)
+	if _, err := probe.Load(ctx, module("hand", handPlugin(nil, nil, 1))); err != nil {
+		t.Fatal(err)
+	}
+	// A host's resident memory with a module loaded, plus half of what the hog touches.
+	limit := residentBytes(t, probe.PIDs()[0]) + 32<<20
+	s := newSupervisor(t, func(c *pluginhost.Config) {
+		c.MaxRSS = limit
+		c.Host.Timeout = 20 * time.Second
+	})
+	if _, err := s.Load(ctx, module("hand", handPlugin(nil, nil, 1))); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := s.Call(ctx, module("hog", handPlugin(nil, fillThenSpin, 1024)), abi.ExportRender, nil)
+	if reasonOf(err) != runtime.ReasonOutOfMemory {
+		t.Fatalf("hog: %v, want OutOfMemory", err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the watchdog took %s", took)
+	}
+}
+
+// TestCrashRetriesTheInnocent: a host killed from outside (as the kernel's OOM killer would) with several
+// calls in flight blames none of them at first: each runs again alone on a probation host, and succeeds.
+func TestCrashRetriesTheInnocent(t *testing.T) {
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.Timeout = 30 * time.Second })
+	ctx := context.Background()
+	slow := module("slow", handPlugin(nil, busy(1<<30), 1))
+	if _, err := s.Load(ctx, slow); err != nil {
+		t.Fatal(err)
+	}
+	pid := s.PIDs()[0]
+	errs := make([]error, 3)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Call(ctx, slow, abi.ExportRender, nil)
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("call %d: %v", i, err)
+		}
+	}
+}
+
+func residentBytes(t *testing.T, pid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/statm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages, err := strconv.ParseUint(strings.Fields(string(b))[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pages * uint64(os.Getpagesize())
+}
