@@ -79,7 +79,9 @@ func busy(n int32) []byte {
 
 func recurse(self int) []byte { return concat([]byte{0x10}, u32(uint32(self)), []byte{0x1a}, i32c(0)) }
 
-func loop(body []byte) []byte { return concat([]byte{0x03, 0x40}, body, []byte{0x0c, 0x00, 0x0b}, i32c(0)) }
+func loop(body []byte) []byte {
+	return concat([]byte{0x03, 0x40}, body, []byte{0x0c, 0x00, 0x0b}, i32c(0))
+}
 
 func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
@@ -105,8 +107,8 @@ func sleb(v int64) []byte {
 func writeOutput(data []byte) []byte {
 	n := int32(len(data))
 	return concat(i64c(int64(n)), []byte{0x10, 0x00, 0x21, 0x00}, // alloc, local.set 0
-		[]byte{0x03, 0x40, 0x20, 0x00, 0x20, 0x01, 0xad, 0x7c}, // loop; block + u64(i)
-		[]byte{0x20, 0x01, 0x2d, 0x00, 0x00, 0x10, 0x01}, // load8_u [i], store_u8
+		[]byte{0x03, 0x40, 0x20, 0x00, 0x20, 0x01, 0xad, 0x7c},                                    // loop; block + u64(i)
+		[]byte{0x20, 0x01, 0x2d, 0x00, 0x00, 0x10, 0x01},                                          // load8_u [i], store_u8
 		[]byte{0x20, 0x01, 0x41, 0x01, 0x6a, 0x22, 0x01}, i32c(n), []byte{0x49, 0x0d, 0x00, 0x0b}, // i++ < n
 		[]byte{0x20, 0x00}, i64c(int64(n)), []byte{0x10, 0x02}, i32c(0)) // output_set(block, n); return 0
 }
