@@ -125,8 +125,12 @@ func runWebhook(f *webhookFlags) error {
 	}
 	settings := render.DefaultSettings()
 	settings.Namespace = f.namespace
+	defaults, err := plugins.DefaultProfiles()
+	if err != nil {
+		return err
+	}
 	mgr, err := app.NewWebhookServer(app.WebhookOptions{
-		Config: cfg, Settings: settings, Builtins: plugins.Builtin(), Plugins: pcfg,
+		Config: cfg, Settings: settings, Builtins: plugins.Builtin(), Plugins: pcfg, Defaults: defaults,
 		Webhook:        webhook.Options{Port: f.port, CertDir: f.certDir},
 		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.probeAddress, LeaderElect: f.leaderElect,
 		Logger: log,

@@ -191,7 +191,9 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if o.Webhook.Port != 0 {
 		// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
 		admission := &pluginsource.Source{Manager: plugins, PullSecret: source.PullSecret, WaitForPulls: true}
-		if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: admission, Settings: settings}); err != nil {
+		// Reviews wait for a plugin's load only within a bound; the default profiles need no plugin at admission,
+		// and their plugins are loaded in the background at start (webhooks.Setup).
+		if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: admission, Settings: settings, Shipped: defaults}); err != nil {
 			return nil, err
 		}
 		if err := webhooks.SetupExtensions(mgr, mgr.GetClient(), &validation.ExtensionValidator{Plugins: source, Settings: settings}); err != nil {

@@ -14,6 +14,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
@@ -32,6 +33,9 @@ type WebhookOptions struct {
 	// Builtins are the built-in plugins (<name>.wasm); Plugins configures the plugin runtime.
 	Builtins fs.FS
 	Plugins  plugin.Config
+	// Defaults are the default profiles this build ships: reviews of them need no plugin, and their plugins
+	// are loaded at start (webhooks.Setup).
+	Defaults []*osmv1alpha1.OperatingSystemProfile
 	// Webhook is where the webhooks are served (-cert-dir, -webhook-port).
 	Webhook webhook.Options
 	// MetricsAddress and HealthProbeAddress are where metrics and probes are served ("0" disables).
@@ -64,7 +68,7 @@ func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
 	}
 	// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
 	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()), WaitForPulls: true}
-	if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: o.Settings}); err != nil {
+	if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: o.Settings, Shipped: o.Defaults}); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {

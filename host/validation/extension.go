@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -30,6 +31,9 @@ type ExtensionValidator struct {
 	Plugins render.PluginSource
 	// Settings are the controller's node settings, used for the trial render.
 	Settings render.Settings
+	// PluginWait bounds how long Review waits for plugins to load, over all the plugins it needs (see
+	// ProfileValidator.PluginWait); zero waits as long as the context allows.
+	PluginWait time.Duration
 }
 
 // ValidateStructure checks what needs neither plugins nor profiles.
@@ -63,19 +67,37 @@ func (v *ExtensionValidator) ValidateStructure(x *osmv1alpha1.OperatingSystemPro
 // Validate returns everything wrong with x. profiles are the profiles of x's namespace and others the other
 // extensions there (x itself, if listed, is replaced by the version being validated).
 func (v *ExtensionValidator) Validate(ctx context.Context, x *osmv1alpha1.OperatingSystemProfileExtension, profiles []osmv1alpha1.OperatingSystemProfile, others []osmv1alpha1.OperatingSystemProfileExtension) field.ErrorList {
+	errs, _ := v.Review(ctx, x, profiles, others)
+	return errs
+}
+
+// Review is Validate with warnings. With PluginWait set, a plugin (the extension's or a selected profile's)
+// that has not loaded within it is not waited for: the trial renders that need it are skipped with a warning
+// saying so, and the load goes on in the background.
+func (v *ExtensionValidator) Review(ctx context.Context, x *osmv1alpha1.OperatingSystemProfileExtension, profiles []osmv1alpha1.OperatingSystemProfile, others []osmv1alpha1.OperatingSystemProfileExtension) (field.ErrorList, []string) {
 	errs := v.ValidateStructure(x)
+	src := v.Plugins
+	if src != nil && v.PluginWait > 0 {
+		src = newBounded(src, v.PluginWait)
+	}
+	var warnings []string
 	for i := range x.Spec.Plugins {
 		p := field.NewPath("spec", "plugins").Index(i)
-		if v.Plugins == nil {
+		if src == nil {
 			errs = append(errs, field.Invalid(p, x.Spec.Plugins[i], "no plugin source is configured"))
 			continue
 		}
-		if _, err := v.Plugins.Resolve(ctx, x.Namespace, &x.Spec.Plugins[i]); err != nil {
+		_, err := src.Resolve(ctx, x.Namespace, &x.Spec.Plugins[i])
+		var loading *PluginLoadingError
+		switch {
+		case errors.As(err, &loading):
+			warnings = append(warnings, loading.warning(p.String()))
+		case err != nil:
 			errs = append(errs, field.Invalid(p, pluginRef(&x.Spec.Plugins[i]), err.Error()))
 		}
 	}
-	if len(errs) > 0 {
-		return errs
+	if len(errs) > 0 || len(warnings) > 0 {
+		return errs, warnings
 	}
 	all := slices.DeleteFunc(slices.Clone(others), func(o osmv1alpha1.OperatingSystemProfileExtension) bool {
 		return o.Name == x.Name && o.Namespace == x.Namespace
@@ -90,24 +112,30 @@ func (v *ExtensionValidator) Validate(ctx context.Context, x *osmv1alpha1.Operat
 		if tried++; tried > maxTrialProfiles {
 			break
 		}
-		errs = append(errs, v.trial(ctx, x, osp, all)...)
+		terrs, loading := v.trial(ctx, src, x, osp, all)
+		if loading != nil {
+			// Every further trial would wait for the same bound that has passed.
+			return errs, append(warnings, loading.warning("spec (trial render with profile "+osp.Name+")"))
+		}
+		errs = append(errs, terrs...)
 	}
-	return errs
+	return errs, warnings
 }
 
 // trial renders osp for a sample machine of each provider the extension applies to, with every extension that
 // applies there, and reports the failures that involve x.
-func (v *ExtensionValidator) trial(ctx context.Context, x *osmv1alpha1.OperatingSystemProfileExtension, osp *osmv1alpha1.OperatingSystemProfile, all []osmv1alpha1.OperatingSystemProfileExtension) field.ErrorList {
+// A plugin still loading after a bounded source's wait ends the trial with loading set.
+func (v *ExtensionValidator) trial(ctx context.Context, src render.PluginSource, x *osmv1alpha1.OperatingSystemProfileExtension, osp *osmv1alpha1.OperatingSystemProfile, all []osmv1alpha1.OperatingSystemProfileExtension) (field.ErrorList, *PluginLoadingError) {
 	settings := v.Settings
 	if settings.ContainerRuntime == "" {
 		settings = render.DefaultSettings()
 	}
-	renderer := &render.Renderer{Plugins: v.Plugins}
+	renderer := &render.Renderer{Plugins: src}
 	spec := field.NewPath("spec")
 	for _, cp := range osp.Spec.SupportedCloudProviders {
 		xs, err := extension.For(osp, cp.Name, all)
 		if err != nil {
-			return field.ErrorList{field.Invalid(spec.Child("selector"), "", err.Error())}
+			return field.ErrorList{field.Invalid(spec.Child("selector"), "", err.Error())}, nil
 		}
 		if !slices.ContainsFunc(xs, func(o *osmv1alpha1.OperatingSystemProfileExtension) bool { return o.Name == x.Name }) {
 			continue
@@ -127,17 +155,20 @@ func (v *ExtensionValidator) trial(ctx context.Context, x *osmv1alpha1.Operating
 		}
 		var conflict *extension.ConflictError
 		var fe *templates.FieldError
+		var loading *PluginLoadingError
 		switch {
+		case errors.As(err, &loading):
+			return nil, loading
 		case errors.As(err, &conflict):
 			return field.ErrorList{field.Invalid(spec.Child(stageOf(conflict.Field), "overrides"), conflict.Name,
-				fmt.Sprintf("with profile %s: %s", osp.Name, conflict.Error()))}
+				fmt.Sprintf("with profile %s: %s", osp.Name, conflict.Error()))}, nil
 		case errors.As(err, &fe) && strings.HasPrefix(err.Error(), "extension "+x.Namespace+"/"+x.Name+":"):
-			return field.ErrorList{field.Invalid(fieldPath(fe.Field), "", fmt.Sprintf("rendering with profile %s for cloud provider %s: %s", osp.Name, cp.Name, errors.Unwrap(fe)))}
+			return field.ErrorList{field.Invalid(fieldPath(fe.Field), "", fmt.Sprintf("rendering with profile %s for cloud provider %s: %s", osp.Name, cp.Name, errors.Unwrap(fe)))}, nil
 		default:
-			return field.ErrorList{field.Invalid(spec, "", fmt.Sprintf("profile %s for cloud provider %s does not render with this extension: %v", osp.Name, cp.Name, err))}
+			return field.ErrorList{field.Invalid(spec, "", fmt.Sprintf("profile %s for cloud provider %s does not render with this extension: %v", osp.Name, cp.Name, err))}, nil
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // stageOf returns the stage field of a conflict's "spec.<stage>.overrides".

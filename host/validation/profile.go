@@ -6,9 +6,12 @@ package validation
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -26,6 +29,16 @@ type ProfileValidator struct {
 	Plugins render.PluginSource
 	// Settings are the controller's node settings, used for the trial render.
 	Settings render.Settings
+	// PluginWait bounds how long Review waits for the profile's plugin to load (pull and compile); zero waits
+	// as long as the context allows, as `osmctl lint` does. The admission webhook uses AdmissionPluginWait.
+	PluginWait time.Duration
+	// Shipped are the profiles this build ships (the default profiles). A profile whose spec is exactly one of
+	// theirs needs no plugin and no trial render: the build tests them (plugins TestDefaultProfilesRender and
+	// TestDefaultProfilesAreValid), so installing or upgrading the defaults never waits for a plugin to compile.
+	Shipped []*osmv1alpha1.OperatingSystemProfile
+
+	shippedOnce sync.Once
+	shipped     map[string]bool
 }
 
 // pluginValidator is implemented by plugins that check profiles themselves (osm_validate).
@@ -55,18 +68,102 @@ func (v *ProfileValidator) ValidateStructure(osp *osmv1alpha1.OperatingSystemPro
 
 // Validate returns everything wrong with osp, each error naming its field.
 func (v *ProfileValidator) Validate(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) field.ErrorList {
+	errs, _ := v.Review(ctx, osp)
+	return errs
+}
+
+// Review returns everything wrong with osp, each error naming its field, and warnings. With PluginWait set,
+// a plugin that has not loaded within it is not waited for: Review then checks the structure and the templates
+// (a trial render with a stand-in for the plugin, which reports template errors only) and returns a warning
+// saying what was not checked; the load goes on in the background. A shipped profile (Shipped) is checked for
+// structure only.
+func (v *ProfileValidator) Review(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) (field.ErrorList, []string) {
 	spec := field.NewPath("spec")
 	errs := v.ValidateStructure(osp)
-	plugin, perrs := v.validatePlugin(ctx, osp, spec)
+	if v.isShipped(osp) {
+		return errs, nil
+	}
+	src := v.Plugins
+	if src != nil && v.PluginWait > 0 {
+		src = newBounded(src, v.PluginWait)
+	}
+	plugin, perrs, loading := v.validatePlugin(ctx, osp, spec, src)
 	if d, ok := plugin.(discarder); ok {
 		defer d.Discard() // a review keeps nothing loaded; the profile's first render loads the plugin again
 	}
 	errs = append(errs, perrs...)
 	if len(errs) > 0 {
 		// A trial render would only repeat these errors less precisely.
-		return errs
+		return errs, nil
 	}
-	return append(errs, v.trialRender(ctx, osp, plugin)...)
+	if loading != nil {
+		return templateErrors(v.trialRender(ctx, osp, newStandIn(osp))), []string{loading.warning(pluginPath(osp))}
+	}
+	return v.trialRender(ctx, osp, plugin), nil
+}
+
+// Warm loads the plugins of the shipped profiles, so that reviews of profiles using them do not wait for a
+// compile; the plugins stay loaded until the plugin manager's idle timeout. It returns when all have loaded or
+// failed to, or ctx ends.
+func (v *ProfileValidator) Warm(ctx context.Context) error {
+	if v.Plugins == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var failed []string
+	for _, osp := range v.Shipped {
+		refs := []*osmv1alpha1.PluginReference{osp.Spec.Plugin}
+		for i := range osp.Spec.Plugins {
+			refs = append(refs, &osp.Spec.Plugins[i])
+		}
+		for _, ref := range refs {
+			if ref == nil || seen[pluginRef(ref)] {
+				continue
+			}
+			seen[pluginRef(ref)] = true
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if _, err := v.Plugins.Resolve(ctx, osp.Namespace, ref); err != nil {
+				failed = append(failed, err.Error())
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("loading the default profiles' plugins: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// isShipped reports whether osp's spec is exactly that of a shipped profile.
+func (v *ProfileValidator) isShipped(osp *osmv1alpha1.OperatingSystemProfile) bool {
+	if len(v.Shipped) == 0 {
+		return false
+	}
+	v.shippedOnce.Do(func() { v.shipped = shippedSpecs(v.Shipped) })
+	data, err := json.Marshal(osp.Spec)
+	return err == nil && v.shipped[string(data)]
+}
+
+// templateErrors keeps the errors a trial render found in templates.
+func templateErrors(errs field.ErrorList) field.ErrorList {
+	var out field.ErrorList
+	for _, e := range errs {
+		if e.Type == field.ErrorTypeInvalid && !strings.HasPrefix(e.Field, "spec.supportedCloudProviders") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func pluginPath(osp *osmv1alpha1.OperatingSystemProfile) string {
+	if osp.Spec.Plugin != nil && osp.Spec.Plugin.Image != "" {
+		return "spec.plugin.image"
+	}
+	if osp.Spec.Plugin != nil && osp.Spec.Plugin.Builtin != "" {
+		return "spec.plugin.builtin"
+	}
+	return "spec.plugins"
 }
 
 func validateHeader(osp *osmv1alpha1.OperatingSystemProfile, spec *field.Path) field.ErrorList {
@@ -185,7 +282,8 @@ func validateFiles(files []osmv1alpha1.File, p *field.Path) field.ErrorList {
 }
 
 // validatePlugin resolves the plugin and checks that it supports the profile.
-func (v *ProfileValidator) validatePlugin(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile, spec *field.Path) (render.Plugin, field.ErrorList) {
+// A plugin that is still loading after a bounded source's wait comes back as loading, with no errors.
+func (v *ProfileValidator) validatePlugin(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile, spec *field.Path, src render.PluginSource) (render.Plugin, field.ErrorList, *PluginLoadingError) {
 	ref := osp.Spec.Plugin
 	pp := spec.Child("plugin")
 	utility := string(osp.Spec.ProvisioningUtility)
@@ -194,26 +292,29 @@ func (v *ProfileValidator) validatePlugin(ctx context.Context, osp *osmv1alpha1.
 	}
 	if ref == nil {
 		if utility != abi.UtilityCloudInit && utility != abi.UtilityIgnition {
-			return nil, field.ErrorList{field.NotSupported(spec.Child("provisioningUtility"), utility, []string{abi.UtilityCloudInit, abi.UtilityIgnition})}
+			return nil, field.ErrorList{field.NotSupported(spec.Child("provisioningUtility"), utility, []string{abi.UtilityCloudInit, abi.UtilityIgnition})}, nil
 		}
-		return nil, nil
+		return nil, nil, nil
 	}
 	switch {
 	case ref.Builtin != "" && ref.Image != "", ref.Builtin == "" && ref.Image == "":
-		return nil, field.ErrorList{field.Invalid(pp, "", "exactly one of builtin or image must be set")}
-	case v.Plugins == nil:
-		return nil, field.ErrorList{field.InternalError(pp, fmt.Errorf("no plugin source configured"))}
+		return nil, field.ErrorList{field.Invalid(pp, "", "exactly one of builtin or image must be set")}, nil
+	case src == nil:
+		return nil, field.ErrorList{field.InternalError(pp, fmt.Errorf("no plugin source configured"))}, nil
 	}
 	where := pp.Child("builtin")
 	if ref.Image != "" {
 		where = pp.Child("image")
 	}
-	plugin, err := v.Plugins.Resolve(ctx, osp.Namespace, ref)
-	if err != nil {
-		if strings.Contains(err.Error(), "config") {
-			return nil, field.ErrorList{field.Invalid(pp.Child("config"), "", err.Error())}
-		}
-		return nil, field.ErrorList{field.Invalid(where, ref.Builtin+ref.Image, err.Error())}
+	plugin, err := src.Resolve(ctx, osp.Namespace, ref)
+	var loading *PluginLoadingError
+	switch {
+	case errors.As(err, &loading):
+		return nil, nil, loading
+	case err != nil && strings.Contains(err.Error(), "config"):
+		return nil, field.ErrorList{field.Invalid(pp.Child("config"), "", err.Error())}, nil
+	case err != nil:
+		return nil, field.ErrorList{field.Invalid(where, ref.Builtin+ref.Image, err.Error())}, nil
 	}
 	md := plugin.Metadata()
 	errs := validateSecretDeclarations(md, ref, pp.Child("secrets"))
@@ -244,7 +345,7 @@ func (v *ProfileValidator) validatePlugin(ctx context.Context, osp *osmv1alpha1.
 			}
 		}
 	}
-	return plugin, errs
+	return plugin, errs, nil
 }
 
 func describeOSes(md abi.Metadata) string {

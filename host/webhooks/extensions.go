@@ -16,8 +16,12 @@ import (
 const PathValidateExtension = "/validate-operatingsystemprofileextension"
 
 // SetupExtensions registers the extension webhook. reader lists the profiles and the other extensions of an
-// extension's namespace for the trial render.
+// extension's namespace for the trial render. Reviews wait at most validation.AdmissionPluginWait for plugins
+// to load unless v.PluginWait says otherwise.
 func SetupExtensions(mgr ctrl.Manager, reader client.Reader, v *validation.ExtensionValidator) error {
+	if v.PluginWait == 0 {
+		v.PluginWait = validation.AdmissionPluginWait
+	}
 	return ctrl.NewWebhookManagedBy(mgr, &osmv1alpha1.OperatingSystemProfileExtension{}).
 		WithValidator(&ExtensionValidator{Reader: reader, Validator: v}).WithValidatorCustomPath(PathValidateExtension).Complete()
 }
@@ -32,28 +36,29 @@ type ExtensionValidator struct {
 var extensionKind = osmv1alpha1.GroupVersion.WithKind("OperatingSystemProfileExtension").GroupKind()
 
 func (v *ExtensionValidator) ValidateCreate(ctx context.Context, x *osmv1alpha1.OperatingSystemProfileExtension) (admission.Warnings, error) {
-	return nil, v.validate(ctx, x)
+	return v.validate(ctx, x)
 }
 
 func (v *ExtensionValidator) ValidateUpdate(ctx context.Context, oldX, newX *osmv1alpha1.OperatingSystemProfileExtension) (admission.Warnings, error) {
 	if apiequality.Semantic.DeepEqual(oldX.Spec, newX.Spec) {
 		return nil, nil // metadata or status only
 	}
-	return nil, v.validate(ctx, newX)
+	return v.validate(ctx, newX)
 }
 
 func (v *ExtensionValidator) ValidateDelete(context.Context, *osmv1alpha1.OperatingSystemProfileExtension) (admission.Warnings, error) {
 	return nil, nil
 }
 
-func (v *ExtensionValidator) validate(ctx context.Context, x *osmv1alpha1.OperatingSystemProfileExtension) error {
+func (v *ExtensionValidator) validate(ctx context.Context, x *osmv1alpha1.OperatingSystemProfileExtension) (admission.Warnings, error) {
 	profiles := &osmv1alpha1.OperatingSystemProfileList{}
 	if err := v.Reader.List(ctx, profiles, client.InNamespace(x.Namespace)); err != nil {
-		return err
+		return nil, err
 	}
 	others := &osmv1alpha1.OperatingSystemProfileExtensionList{}
 	if err := v.Reader.List(ctx, others, client.InNamespace(x.Namespace)); err != nil {
-		return err
+		return nil, err
 	}
-	return invalid(extensionKind, x.Name, v.Validator.Validate(ctx, x, profiles.Items, others.Items))
+	errs, warnings := v.Validator.Review(ctx, x, profiles.Items, others.Items)
+	return warnings, invalid(extensionKind, x.Name, errs)
 }

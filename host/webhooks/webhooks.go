@@ -6,7 +6,12 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,8 +40,14 @@ const (
 	UpstreamPathDefaultMachineDeployment = "/mutate-v1alpha1-machinedeployment"
 )
 
-// Setup registers the webhooks on mgr's webhook server, on OSM's paths and upstream's.
+// Setup registers the webhooks on mgr's webhook server, on OSM's paths and upstream's. Profile reviews wait at
+// most validation.AdmissionPluginWait for a plugin to load unless profiles.PluginWait says otherwise. It also
+// loads the plugins of the shipped profiles (profiles.Shipped) in the background at start, and adds the
+// readiness check "plugins", which passes once they are loaded or WarmWait has passed.
 func Setup(mgr ctrl.Manager, profiles *validation.ProfileValidator) error {
+	if profiles.PluginWait == 0 {
+		profiles.PluginWait = validation.AdmissionPluginWait
+	}
 	ospValidator := &ProfileValidator{Validator: profiles}
 	if err := ctrl.NewWebhookManagedBy(mgr, &osmv1alpha1.OperatingSystemProfile{}).
 		WithValidator(ospValidator).WithValidatorCustomPath(PathValidateProfile).Complete(); err != nil {
@@ -54,7 +65,52 @@ func Setup(mgr ctrl.Manager, profiles *validation.ProfileValidator) error {
 	server.Register(UpstreamPathValidateProfile, admission.WithValidator[*osmv1alpha1.OperatingSystemProfile](scheme, ospValidator))
 	server.Register(UpstreamPathValidateConfig, admission.WithValidator[*osmv1alpha1.OperatingSystemConfig](scheme, ConfigValidator{}))
 	server.Register(UpstreamPathDefaultMachineDeployment, admission.WithDefaulter[*clusterv1alpha1.MachineDeployment](scheme, MachineDeploymentDefaulter{}))
+	w := &warmup{validator: profiles, log: mgr.GetLogger().WithName("webhooks"), done: make(chan struct{}), started: time.Now()}
+	if err := mgr.Add(w); err != nil {
+		return err
+	}
+	return mgr.AddReadyzCheck("plugins", w.check)
+}
+
+// WarmWait bounds how long the webhooks report not ready while the shipped profiles' plugins load (see Setup):
+// a compile that takes longer (a slow or busy machine) delays no rollout beyond it; reviews that need a plugin
+// still loading answer with a warning meanwhile.
+const WarmWait = 2 * time.Minute
+
+// warmup loads the shipped profiles' plugins once the manager starts, on every replica.
+type warmup struct {
+	validator *validation.ProfileValidator
+	log       logr.Logger
+	done      chan struct{}
+	started   time.Time
+}
+
+func (w *warmup) Start(ctx context.Context) error {
+	start := time.Now()
+	err := w.validator.Warm(ctx)
+	close(w.done)
+	switch {
+	case ctx.Err() != nil:
+	case err != nil:
+		w.log.Error(err, "loading the default profiles' plugins for admission; reviews load them when needed")
+	default:
+		w.log.Info("default profiles' plugins loaded for admission", "seconds", time.Since(start).Seconds())
+	}
 	return nil
+}
+
+func (w *warmup) NeedLeaderElection() bool { return false }
+
+func (w *warmup) check(*http.Request) error {
+	select {
+	case <-w.done:
+		return nil
+	default:
+	}
+	if time.Since(w.started) > WarmWait {
+		return nil
+	}
+	return errors.New("loading the default profiles' plugins")
 }
 
 // ProfileValidator rejects profiles that cannot render, and spec changes without a version bump.
@@ -64,8 +120,12 @@ type ProfileValidator struct {
 
 var profileKind = osmv1alpha1.GroupVersion.WithKind("OperatingSystemProfile").GroupKind()
 
+// ValidateCreate reviews a new profile. A review that would wait longer than the validator's PluginWait for the
+// profile's plugin to load answers without the checks that need it, with a warning naming them (see
+// validation.ProfileValidator.Review).
 func (v *ProfileValidator) ValidateCreate(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {
-	return validation.Warnings(osp), invalid(profileKind, osp.Name, v.Validator.Validate(ctx, osp))
+	errs, warnings := v.Validator.Review(ctx, osp)
+	return append(validation.Warnings(osp), warnings...), invalid(profileKind, osp.Name, errs)
 }
 
 func (v *ProfileValidator) ValidateUpdate(ctx context.Context, oldOSP, newOSP *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {
@@ -73,8 +133,8 @@ func (v *ProfileValidator) ValidateUpdate(ctx context.Context, oldOSP, newOSP *o
 		return nil, nil // metadata or status only
 	}
 	errs := validation.ValidateUpdate(oldOSP, newOSP)
-	errs = append(errs, v.Validator.Validate(ctx, newOSP)...)
-	return validation.Warnings(newOSP), invalid(profileKind, newOSP.Name, errs)
+	rerrs, warnings := v.Validator.Review(ctx, newOSP)
+	return append(validation.Warnings(newOSP), warnings...), invalid(profileKind, newOSP.Name, append(errs, rerrs...))
 }
 
 func (v *ProfileValidator) ValidateDelete(context.Context, *osmv1alpha1.OperatingSystemProfile) (admission.Warnings, error) {

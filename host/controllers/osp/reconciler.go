@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/go-logr/logr"
@@ -57,10 +58,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	before := osp.Status.DeepCopy()
 	r.resolve(ctx, osp)
 	osp.Status.ObservedGeneration = osp.Generation
-	if apiequality.Semantic.DeepEqual(before, &osp.Status) {
-		return ctrl.Result{}, nil
+	var result ctrl.Result
+	if r.notLoadedYet(ctx, osp) {
+		// Admission may have answered without the plugin (it was still loading): look again once the module
+		// is loaded in this process, to report whether it supports the profile.
+		result.RequeueAfter = metadataRecheck
 	}
-	return ctrl.Result{}, client.IgnoreNotFound(r.Client.Status().Update(ctx, osp))
+	if apiequality.Semantic.DeepEqual(before, &osp.Status) {
+		return result, nil
+	}
+	return result, client.IgnoreNotFound(r.Client.Status().Update(ctx, osp))
+}
+
+// metadataRecheck is how often a profile whose built-in plugin has not been loaded yet is looked at again.
+const metadataRecheck = time.Minute
+
+// notLoadedYet reports whether osp names a built-in plugin that resolved but whose metadata is not known yet.
+func (r *Reconciler) notLoadedYet(ctx context.Context, osp *osmv1alpha1.OperatingSystemProfile) bool {
+	if osp.Spec.Plugin == nil || osp.Spec.Plugin.Builtin == "" || osp.Status.Plugin == nil {
+		return false
+	}
+	if _, ok := r.Plugins.(render.PluginIdentifier); !ok {
+		return false
+	}
+	_, md, err := r.identify(ctx, osp)
+	return err == nil && md == nil
 }
 
 // resolve sets the plugin and the conditions in osp.Status.
@@ -92,7 +114,8 @@ func (r *Reconciler) resolve(ctx context.Context, osp *osmv1alpha1.OperatingSyst
 	}
 	osp.Status.Plugin = &id
 	if md == nil {
-		// Not loaded yet: admission checked the plugin supports the profile, and the first render loads it.
+		// Not loaded yet: admission checked the plugin supports the profile unless it answered while the plugin
+		// was still loading (then Reconcile looks again, see notLoadedYet); the first render loads it.
 		set(osmv1alpha1.ConditionPluginResolved, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, fmt.Sprintf("plugin %s resolved to %s", id.Name, id.Digest))
 		set(osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded, "profile can render")
 		return
@@ -167,14 +190,36 @@ func (r *Reconciler) installDefault(ctx context.Context, req ctrl.Request) error
 }
 
 // InstallDefaults installs or upgrades every default profile; the controller runs it once at start, after
-// which deletions and edits are reconciled one by one.
+// which deletions and edits are reconciled one by one. A profile that cannot be installed yet (the API server
+// or the admission webhook not answering, as while the controller's own webhook server starts) is retried
+// with backoff (1 s doubling to 30 s), each failure logged, until all are installed or ctx ends; it returns
+// the last failure if ctx ended first. Admission answers the default profiles without loading a plugin
+// (validation.ProfileValidator.Shipped), so a cold plugin cache does not hold the install up.
 func (r *Reconciler) InstallDefaults(ctx context.Context) error {
+	pending := make([]string, 0, len(r.Defaults))
 	for _, d := range r.Defaults {
-		if err := r.installDefault(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: r.Namespace, Name: d.Name}}); err != nil {
-			return err
-		}
+		pending = append(pending, d.Name)
 	}
-	return nil
+	delay := time.Second
+	for {
+		var failed []string
+		var last error
+		for _, name := range pending {
+			if err := r.installDefault(ctx, ctrl.Request{NamespacedName: client.ObjectKey{Namespace: r.Namespace, Name: name}}); err != nil {
+				failed, last = append(failed, name), err
+			}
+		}
+		if len(failed) == 0 {
+			return nil
+		}
+		logr.FromContextOrDiscard(ctx).Info("installing default profiles: retrying", "profiles", failed, "in", delay.String(), "error", last.Error())
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(delay):
+		}
+		pending, delay = failed, min(2*delay, 30*time.Second)
+	}
 }
 
 // SetupWithManager registers the controller.
