@@ -25,6 +25,7 @@ import (
 	"github.com/osmhq/osm/host/encode/cloudinit/cloudinittest"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
+	"github.com/osmhq/osm/host/webhooks"
 )
 
 const wait = 60 * time.Second
@@ -43,9 +44,11 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 	readYAMLFile(t, filepath.Join(testenv.RepoRoot(), "crds", "testdata", "upstream", "osp-ubuntu.yaml"), upstream)
 	// The webhook is served by the controller, which may still be starting.
 	eventually(t, wait, "creating the upstream ubuntu profile through the webhook", func() error { return c.Create(ctx, upstream.DeepCopy()) })
-	if err := c.Create(ctx, testOSP("osp-testos", "v1.0.0")); err != nil {
-		t.Fatalf("creating the testos profile: %v", err)
-	}
+	// Its plugin may still be compiling (admission then answers within validation.AdmissionPluginWait without
+	// the plugin checks); the subtests below need the webhook to check with the plugin.
+	eventually(t, webhooks.WarmWait, "creating the testos profile with its plugin loaded", func() error {
+		return createFullyChecked(ctx, t, env, testOSP("osp-testos", "v1.0.0"))
+	})
 
 	t.Run("MD gets user-data Secrets with machine-controller's names, key and annotations", func(t *testing.T) {
 		md := newMD(t, "workers", "ubuntu", "aws", "osp-ubuntu")

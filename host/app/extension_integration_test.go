@@ -17,6 +17,7 @@ import (
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
+	"github.com/osmhq/osm/host/webhooks"
 	"github.com/osmhq/osm/plugins"
 )
 
@@ -251,7 +252,9 @@ func TestExtensionAdmission(t *testing.T) {
 	site := &osmv1alpha1.OperatingSystemProfileExtension{}
 	readYAMLFile(t, filepath.Join(testenv.RepoRoot(), "deploy", "examples", "extension-site.yaml"), site)
 	site.Namespace = osmNamespace
-	eventually(t, wait, "creating the site example through the webhook", func() error { return c.Create(ctx, site.DeepCopy()) })
+	eventually(t, webhooks.WarmWait, "creating the site example through the webhook with the plugins loaded", func() error {
+		return createFullyChecked(ctx, t, env, site)
+	})
 
 	file := func(path, data string) []osmv1alpha1.File {
 		return []osmv1alpha1.File{{Path: path, Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: data}}}}

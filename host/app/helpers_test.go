@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,6 +104,10 @@ func startStoppable(t *testing.T, env *testenv.Env, worker *testenv.Env, opts ap
 	if worker != nil {
 		opts.Worker = worker.Config
 	}
+	probe := opts.HealthProbeAddress == "" && env.Webhook != nil && env.Webhook.LocalServingPort != 0
+	if probe {
+		opts.HealthProbeAddress = freeAddress(t)
+	}
 	fillDefaults(t, env, &opts)
 	mgr, err := app.New(ctx, opts)
 	if err != nil {
@@ -109,6 +116,11 @@ func startStoppable(t *testing.T, env *testenv.Env, worker *testenv.Env, opts ap
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
+	if probe {
+		// As a Service routes admission to a ready replica only: caches synced, webhook server up, the default
+		// profiles' plugins loaded (or webhooks.WarmWait passed).
+		eventually(t, webhooks.WarmWait+wait, "the controller ready", func() error { return ready(opts.HealthProbeAddress) })
+	}
 	return func() {
 		cancel()
 		select {
@@ -156,7 +168,11 @@ func fillDefaults(t *testing.T, env *testenv.Env, opts *app.Options) {
 	if opts.HealthProbeAddress == "" {
 		opts.HealthProbeAddress = "0"
 	}
-	opts.Plugins = plugin.Config{CacheDir: pluginstest.CacheDir(t), Timeout: 2 * time.Second, MemoryLimit: 64 << 20}
+	cacheDir := opts.Plugins.CacheDir // a test may start from an empty plugin cache
+	if cacheDir == "" {
+		cacheDir = pluginstest.CacheDir(t)
+	}
+	opts.Plugins = plugin.Config{CacheDir: cacheDir, Timeout: 2 * time.Second, MemoryLimit: 64 << 20}
 	if env.Webhook != nil && env.Webhook.LocalServingPort != 0 {
 		opts.Webhook = webhook.Options{Host: env.Webhook.LocalServingHost, Port: env.Webhook.LocalServingPort, CertDir: env.Webhook.LocalServingCertDir}
 	}
@@ -355,4 +371,82 @@ func nodeClient(t *testing.T, env *testenv.Env, token string) client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// freeAddress returns a local address nothing listens on.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// ready asks the controller's readiness endpoint at addr.
+func ready(addr string) error {
+	resp, err := http.Get("http://" + addr + "/readyz?verbose")
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("readyz: %s: %s", resp.Status, body)
+	}
+	return nil
+}
+
+// warnings collects the admission warnings the API server returns.
+type warnings struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen = append(w.seen, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.seen
+	w.seen = nil
+	return out
+}
+
+// warningClient returns a client of env whose requests' admission warnings land in the returned collector.
+func warningClient(t testing.TB, env *testenv.Env) (client.Client, *warnings) {
+	t.Helper()
+	w := &warnings{}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.WarningHandler = w
+	c, err := client.New(cfg, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, w
+}
+
+// createFullyChecked creates obj through admission; if admission answered without its plugin, which was still
+// loading (an admission warning says so), it deletes obj again and fails, so that an eventually retries until
+// the webhook ran every check.
+func createFullyChecked(ctx context.Context, t testing.TB, env *testenv.Env, obj client.Object) error {
+	t.Helper()
+	c, w := warningClient(t, env)
+	if err := c.Create(ctx, obj.DeepCopyObject().(client.Object)); err != nil {
+		return err
+	}
+	for _, text := range w.take() {
+		if strings.Contains(text, "still loading") {
+			if err := c.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+				t.Fatalf("deleting %s again: %v", obj.GetName(), err)
+			}
+			return fmt.Errorf("admitted while the plugin was still loading: %s", text)
+		}
+	}
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
+	"github.com/osmhq/osm/host/webhooks"
 	"github.com/osmhq/osm/sdk/plugintest"
 )
 
@@ -66,9 +67,10 @@ func TestPluginSecrets(t *testing.T) {
 		Logger:             funcr.New(log.write, funcr.Options{Verbosity: 1}),
 	})
 	createRegcodeSecret(t, c, "sles-registration", regcode)
-	// The webhook is served by the controller, which may still be starting.
-	eventually(t, wait, "creating osp-regcode through the webhook", func() error {
-		return c.Create(ctx, regcodeOSP("osp-regcode", "cloud-init", "sles-registration"))
+	// The webhook is served by the controller, which may still be starting, and the regcode plugin may still be
+	// compiling (admission then answers without the plugin checks the subtests need).
+	eventually(t, webhooks.WarmWait, "creating osp-regcode through the webhook with its plugin loaded", func() error {
+		return createFullyChecked(ctx, t, env, regcodeOSP("osp-regcode", "cloud-init", "sles-registration"))
 	})
 	for _, osp := range []*osmv1alpha1.OperatingSystemProfile{
 		regcodeOSP("osp-regcode-format", "regcode-format", "sles-registration"),

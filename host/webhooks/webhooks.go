@@ -85,17 +85,22 @@ type warmup struct {
 	started   time.Time
 }
 
+// Start loads the plugins in the background and returns when ctx ends, without waiting for a compile in
+// progress, so a shutdown is not held up by one.
 func (w *warmup) Start(ctx context.Context) error {
-	start := time.Now()
-	err := w.validator.Warm(ctx)
-	close(w.done)
-	switch {
-	case ctx.Err() != nil:
-	case err != nil:
-		w.log.Error(err, "loading the default profiles' plugins for admission; reviews load them when needed")
-	default:
-		w.log.Info("default profiles' plugins loaded for admission", "seconds", time.Since(start).Seconds())
-	}
+	go func() {
+		start := time.Now()
+		err := w.validator.Warm(ctx)
+		close(w.done)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			w.log.Error(err, "loading the default profiles' plugins for admission; reviews load them when needed")
+		default:
+			w.log.Info("default profiles' plugins loaded for admission", "seconds", time.Since(start).Seconds())
+		}
+	}()
+	<-ctx.Done()
 	return nil
 }
 
