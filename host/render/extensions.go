@@ -17,7 +17,8 @@ type AppliedExtension = osmv1alpha1.AppliedExtension
 // applyExtensions adds each extension's part of the stage (its files rendered with the profile's template data),
 // in the order of in.Extensions, then runs the extensions' plugins on the result. A collision that an extension
 // does not declare as an override fails the render with ReasonExtensionConflict.
-func (o *Output) applyExtensions(ctx context.Context, r *Renderer, m *machine, stage abi.Stage, cfg *abi.NodeConfig, data any) (*abi.NodeConfig, error) {
+func (o *Output) applyExtensions(ctx context.Context, r *Renderer, m *machine, stage abi.Stage, cfg *abi.NodeConfig, data any,
+	budget *templates.Stage, guard *stageGuard) (*abi.NodeConfig, error) {
 	merger := extension.NewMerger(cfg)
 	for _, x := range m.Extensions {
 		part, field := x.Spec.ProvisioningConfig, "spec.provisioningConfig"
@@ -27,7 +28,7 @@ func (o *Output) applyExtensions(ctx context.Context, r *Renderer, m *machine, s
 		if part == nil {
 			continue
 		}
-		add, err := templates.RenderStage(ctx, field, &osmv1alpha1.OSPConfig{
+		add, err := budget.Render(field, &osmv1alpha1.OSPConfig{
 			Templates: part.Templates, Files: part.Files, Units: part.Units, CloudInitModules: part.CloudInitModules,
 		}, m.Settings.ContainerRuntime, data)
 		if err != nil {
@@ -35,6 +36,9 @@ func (o *Output) applyExtensions(ctx context.Context, r *Renderer, m *machine, s
 		}
 		if err := merger.Add(x.Name, field+".overrides", part.Overrides, add); err != nil {
 			return nil, withReason(osmv1alpha1.ReasonExtensionConflict, err)
+		}
+		if err := guard.check(contributor{name: fmt.Sprintf("extension %s %s", objectName(x.Namespace, x.Name), field), kind: byOther}, cfg); err != nil {
+			return nil, err
 		}
 	}
 	for _, x := range m.Extensions {
@@ -45,6 +49,9 @@ func (o *Output) applyExtensions(ctx context.Context, r *Renderer, m *machine, s
 			}
 			if cfg, err = o.callRender(ctx, m, p, x.Spec.Plugins[i].Config, o.context, stage, cfg); err != nil {
 				return nil, fmt.Errorf("extension %s: %w", objectName(x.Namespace, x.Name), err)
+			}
+			if err := guard.check(contributor{name: fmt.Sprintf("extension %s spec.plugins[%d] (plugin %s)", objectName(x.Namespace, x.Name), i, p.Metadata().Name), kind: byOther}, cfg); err != nil {
+				return nil, err
 			}
 		}
 	}

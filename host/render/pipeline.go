@@ -110,22 +110,8 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		{abi.StageBootstrap, "spec.bootstrapConfig", &osp.Spec.BootstrapConfig},
 		{abi.StageProvisioning, "spec.provisioningConfig", &osp.Spec.ProvisioningConfig},
 	} {
-		cfg, err := templates.RenderStage(ctx, st.section, st.cfg, m.Settings.ContainerRuntime, data)
+		cfg, err := out.renderStage(ctx, r, m, st.stage, st.section, st.cfg, cr, data, renderer, pipeline)
 		if err != nil {
-			return nil, withReason(osmv1alpha1.ReasonTemplateError, fmt.Errorf("profile %s: %w", objectName(osp.Namespace, osp.Name), err))
-		}
-		m.completeStage(st.stage, cfg, cr)
-		if plugin != nil {
-			if cfg, err = out.callRender(ctx, m, renderer, m.Profile.Spec.Plugin.Config, out.pluginContext, st.stage, cfg); err != nil {
-				return nil, err
-			}
-		}
-		for _, step := range pipeline {
-			if cfg, err = out.callRender(ctx, m, step.plugin, step.config, out.context, st.stage, cfg); err != nil {
-				return nil, fmt.Errorf("%s: %w", step.what, err)
-			}
-		}
-		if cfg, err = out.applyExtensions(ctx, r, m, st.stage, cfg, data); err != nil {
 			return nil, err
 		}
 		if err := nodeconfig.Check(cfg); err != nil {
@@ -149,6 +135,44 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		ProvisioningUtility: osmv1alpha1.ProvisioningUtility(m.utility),
 	}
 	return out, nil
+}
+
+// renderStage renders one stage: the profile's templates, its plugin, the plugins of spec.plugins and the
+// extensions, in that order. The profile's and the extensions' templates share one template budget, and every
+// contributor's output is checked as soon as it is there (stageGuard): its size, and where it put credential
+// placeholders.
+func (o *Output) renderStage(ctx context.Context, r *Renderer, m *machine, stage abi.Stage, section string, osc *osmv1alpha1.OSPConfig,
+	cr crConfig, data any, plugin Plugin, pipeline []pipelineStep) (*abi.NodeConfig, error) {
+	osp := m.Profile
+	budget := templates.NewStage(ctx, stageConfigLimit(stage))
+	defer budget.Close()
+	guard := newStageGuard(stage)
+	profile := "profile " + objectName(osp.Namespace, osp.Name)
+	cfg, err := budget.Render(section, osc, m.Settings.ContainerRuntime, data)
+	if err != nil {
+		return nil, withReason(osmv1alpha1.ReasonTemplateError, fmt.Errorf("%s: %w", profile, err))
+	}
+	m.completeStage(stage, cfg, cr)
+	if err := guard.check(contributor{name: profile + " " + section + " (its templates)", kind: byProfileTemplates}, cfg); err != nil {
+		return nil, err
+	}
+	if plugin != nil {
+		if cfg, err = o.callRender(ctx, m, plugin, osp.Spec.Plugin.Config, o.pluginContext, stage, cfg); err != nil {
+			return nil, err
+		}
+		if err := guard.check(contributor{name: fmt.Sprintf("%s spec.plugin (plugin %s)", profile, plugin.Metadata().Name), kind: byProfilePlugin}, cfg); err != nil {
+			return nil, err
+		}
+	}
+	for _, step := range pipeline {
+		if cfg, err = o.callRender(ctx, m, step.plugin, step.config, o.context, stage, cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", step.what, err)
+		}
+		if err := guard.check(contributor{name: fmt.Sprintf("%s (plugin %s)", step.what, step.plugin.Metadata().Name), kind: byOther}, cfg); err != nil {
+			return nil, err
+		}
+	}
+	return o.applyExtensions(ctx, r, m, stage, cfg, data, budget, guard)
 }
 
 // completeStage adds what upstream OSM adds to every profile's output: the SSH keys, the RHEL subscription

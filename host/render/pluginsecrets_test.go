@@ -44,7 +44,7 @@ func (p *secretPlugin) Render(_ context.Context, req *abi.RenderRequest) (*abi.R
 	p.seen = append(p.seen, req.Context.Secrets.Plugin)
 	p.mu.Unlock()
 	cfg := req.Input
-	if code, err := req.Context.Secrets.PluginSecret("registration-code"); err == nil {
+	if code, err := req.Context.Secrets.PluginSecret("registration-code"); err == nil && req.Stage == abi.StageProvisioning {
 		cfg.SetFile(abi.PlainFile("/etc/regcode", 0o600, "code="+code+"\n"))
 	}
 	return &abi.RenderResponse{ABIVersion: abi.Version, Config: cfg}, nil

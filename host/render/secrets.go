@@ -117,12 +117,16 @@ func (o *Output) checkPluginSecrets(v SecretValues) error {
 
 // SubstituteSecrets returns a copy of cfg with every placeholder replaced by its value. Encoders run on the
 // result, after substitution, so a file's transport encoding (base64, gzip) can never hide a placeholder.
+// Plugin secrets (v.Plugin) are substituted only into files; the render's stageGuard has refused a placeholder
+// anywhere else, and UserData hands them only to the provisioning stage.
 func SubstituteSecrets(cfg *abi.NodeConfig, v SecretValues) *abi.NodeConfig {
+	files := v.replacer()
+	v.Plugin = nil
 	r := v.replacer()
 	out := &abi.NodeConfig{UserSSHKeys: append([]string(nil), cfg.UserSSHKeys...)}
 	for _, f := range cfg.Files {
 		if in := f.Content.Inline; in != nil {
-			f.Content = abi.FileContent{Inline: &abi.FileContentInline{Encoding: in.Encoding, Data: r.Replace(in.Data)}}
+			f.Content = abi.FileContent{Inline: &abi.FileContentInline{Encoding: in.Encoding, Data: files.Replace(in.Data)}}
 		}
 		out.Files = append(out.Files, f)
 	}

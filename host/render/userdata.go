@@ -39,6 +39,9 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 	if err := o.checkPluginSecrets(secrets); err != nil {
 		return nil, err
 	}
+	if stage != abi.StageProvisioning {
+		secrets.Plugin = nil // plugin secrets belong to the provisioning stage only
+	}
 	if secrets.RHSubscriptionPassword == "" {
 		secrets.RHSubscriptionPassword = o.fromMachine.RHSubscriptionPassword
 	}
@@ -59,7 +62,7 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 		// A plugin encodes the configuration with placeholders, like everything else it sees; the host
 		// substitutes in the encoded bytes.
 		if data, err = o.pluginEncode(ctx, stage, o.withMachineName(cfg, hostname)); err == nil {
-			data, err = substituteEncoded(data, cfg, secrets, o.allPlaceholders())
+			data, err = o.substituteEncoded(stage, data, cfg, secrets)
 		}
 	}
 	if re := (*Error)(nil); errors.As(err, &re) {
@@ -109,16 +112,25 @@ func (o *Output) withMachineName(cfg *abi.NodeConfig, hostname string) *abi.Node
 // substituteEncoded puts the credentials into a plugin's encoded user-data. Every placeholder the configuration
 // contains must appear verbatim in the output: an encoder that transformed one (base64, compression,
 // escaping) would need the real value to do so, and plugins never get real values.
-func substituteEncoded(data []byte, cfg *abi.NodeConfig, secrets SecretValues, placeholders []string) ([]byte, error) {
+// An encoder may not add placeholders either (checkEncoded), and plugin secrets are substituted only in the
+// provisioning stage.
+func (o *Output) substituteEncoded(stage abi.Stage, data []byte, cfg *abi.NodeConfig, secrets SecretValues) ([]byte, error) {
 	in, err := json.Marshal(cfg)
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range placeholders {
+	encoder := "plugin " + o.plugin.Metadata().Name
+	if err := checkEncoded(encoder, stage, in, data); err != nil {
+		return nil, err
+	}
+	for _, p := range o.allPlaceholders() {
 		if bytes.Contains(in, []byte(p)) && !bytes.Contains(data, []byte(p)) {
 			return nil, withReason(osmv1alpha1.ReasonPluginFailed, fmt.Errorf(
 				"the plugin's encoder dropped or transformed the credential placeholder %s; encoders must copy placeholders verbatim, the host substitutes them after encoding", p))
 		}
+	}
+	if stage != abi.StageProvisioning {
+		secrets.Plugin = nil
 	}
 	return []byte(secrets.replacer().Replace(string(data))), nil
 }

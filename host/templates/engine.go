@@ -45,6 +45,42 @@ func WithLimits(ctx context.Context, lim Limits) context.Context {
 }
 
 func renderStage(ctx context.Context, lim Limits, section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
+	b := newBudget(ctx, lim)
+	defer b.close()
+	return b.renderStage(section, cfg, containerRuntime, data)
+}
+
+// Stage is the template budget of one stage of one render: the profile's templates and every extension's
+// templates of that stage execute within it, one after the other, so that together they get the steps, work,
+// output and time of one stage (Limits), not each their own. Without it, n extensions each within the limits
+// built n times a stage's output: 25 extensions built 100 MB of user-data before the final size check.
+// A Stage is used by one goroutine; Close releases its timer.
+type Stage struct{ b *budget }
+
+// NewStage starts the budget of a stage, with the Limits of ctx (WithLimits, else DefaultLimits). maxOutput,
+// when positive and lower, replaces Limits.StageOutputBytes: the caller's bound on the whole stage (the
+// user-data size limit, with room for compression), enforced while the templates print instead of after.
+func NewStage(ctx context.Context, maxOutput int) *Stage {
+	lim, ok := ctx.Value(limitsKey{}).(Limits)
+	if !ok {
+		lim = DefaultLimits()
+	}
+	if maxOutput > 0 && maxOutput < lim.StageOutputBytes {
+		lim.StageOutputBytes = maxOutput
+	}
+	return &Stage{b: newBudget(ctx, lim)}
+}
+
+// Render renders one section (a profile's, or an extension's part of the stage) within the stage's budget,
+// as RenderStage does.
+func (s *Stage) Render(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
+	return s.b.renderStage(section, cfg, containerRuntime, data)
+}
+
+// Close releases the stage's timer.
+func (s *Stage) Close() { s.b.close() }
+
+func (b *budget) renderStage(section string, cfg *osmv1alpha1.OSPConfig, containerRuntime string, data any) (*abi.NodeConfig, error) {
 	files := append([]osmv1alpha1.File(nil), cfg.Files...)
 	named := map[string]string{}
 	for _, cr := range cfg.SupportedContainerRuntimes {
@@ -60,8 +96,6 @@ func renderStage(ctx context.Context, lim Limits, section string, cfg *osmv1alph
 	for k, v := range cfg.Templates {
 		named[k] = v
 	}
-	b := newBudget(ctx, lim)
-	defer b.close()
 	defines, err := b.renderNamed(section, named, data)
 	if err != nil {
 		return nil, err

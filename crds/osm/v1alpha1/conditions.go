@@ -64,4 +64,19 @@ const (
 	// use: a kubelet version that is not a version or outside the supported range, a percentage outside 0-100,
 	// a quantity that does not parse. The message names the field.
 	ReasonInvalidMachineDeployment = "InvalidMachineDeployment"
+	// ReasonProfileNotAllowed means the MachineDeployment names a profile (k8c.io/operating-system-profile-namespace)
+	// in a namespace it may not use: neither its own namespace, nor the controller's namespace (-namespace) for a
+	// profile without spec.allowedNamespaces, nor a profile whose spec.allowedNamespaces lists the
+	// MachineDeployment's namespace (docs/security.md, "Tenancy"). Nothing of the profile is rendered or read
+	// (its plugin secrets, pull secret and extensions stay in its namespace); the message names the profile and
+	// the namespace, and the MachineDeployment renders once the profile's owner allows the namespace.
+	ReasonProfileNotAllowed = "ProfileNotAllowed"
+	// ReasonSecretPlaceholderRefused means a contributor to the configuration (the profile's templates or
+	// plugins, an extension's templates or plugins, a plugin's encoder) put a credential placeholder where it
+	// may not go: a plugin secret's placeholder written by anyone but the plugin that declared it, outside the
+	// provisioning stage, outside a file, or into a world-readable file; a cloud-config or registry credential
+	// placeholder added to the bootstrap stage by anything but the profile's own templates and plugin
+	// (docs/security.md, "Where credentials may go"). The message names the contributor and the file or place;
+	// nothing is written.
+	ReasonSecretPlaceholderRefused = "SecretPlaceholderRefused"
 )
