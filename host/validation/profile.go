@@ -33,8 +33,8 @@ type ProfileValidator struct {
 	// as long as the context allows, as `osmctl lint` does. The admission webhook uses AdmissionPluginWait.
 	PluginWait time.Duration
 	// Shipped are the profiles this build ships (the default profiles). A profile whose spec is exactly one of
-	// theirs needs no plugin and no trial render: the build tests them (plugins TestDefaultProfilesRender and
-	// TestDefaultProfilesAreValid), so installing or upgrading the defaults never waits for a plugin to compile.
+	// theirs needs no plugin and no trial render: the build tests them (plugins TestDefaultProfiles and
+	// TestDefaultProfilesPassAdmission), so installing or upgrading the defaults never waits for a plugin to compile.
 	Shipped []*osmv1alpha1.OperatingSystemProfile
 
 	shippedOnce sync.Once
