@@ -27,6 +27,7 @@ import (
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/runtime"
@@ -103,6 +104,15 @@ type pluginFlags struct {
 	maxLoaded  int
 	idle       time.Duration
 	pull       time.Duration
+	host       hostFlags
+}
+
+// hostFlags bound the plugin host process (package pluginhost).
+type hostFlags struct {
+	memoryMiB       uint64
+	addressSpaceMiB uint64
+	grace           time.Duration
+	loadTimeout     time.Duration
 }
 
 func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
@@ -110,7 +120,11 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.Var(&p.cacheDir, "plugin-cache-dir", "Directory for compiled plugins and pulled plugin artifacts; survives restarts on a volume.")
 	fs.DurationVar(&p.timeout, "plugin-timeout", 5*time.Second, "Longest a plugin call may run.")
 	fs.Uint64Var(&p.memoryMiB, "plugin-memory-limit-mib", runtime.DefaultMemoryLimit>>20, "Memory cap of each plugin instance, in MiB.")
-	fs.Uint64Var(&p.budgetMiB, "plugin-memory-budget-mib", runtime.DefaultMemoryBudget>>20, "Memory of all plugin calls at once, in MiB: each call reserves its instance's cap (plus its input, output and call stack) first. The Go heap's memory limit is the cgroup's less this budget.")
+	fs.Uint64Var(&p.budgetMiB, "plugin-memory-budget-mib", runtime.DefaultMemoryBudget>>20, "Memory of all plugin calls at once in the plugin host, in MiB: each call reserves its instance's cap (plus its input and output) first.")
+	fs.Uint64Var(&p.host.memoryMiB, "plugin-host-memory-mib", pluginhost.DefaultMaxRSS>>20, "The plugin host process is killed (and restarted) when its resident memory exceeds this, in MiB.")
+	fs.Uint64Var(&p.host.addressSpaceMiB, "plugin-host-address-space-mib", 16<<10, "RLIMIT_AS of the plugin host process, in MiB; 0 sets none.")
+	fs.DurationVar(&p.host.grace, "plugin-host-grace", pluginhost.DefaultGrace, "How long past -plugin-timeout a plugin call may run before its host process is killed.")
+	fs.DurationVar(&p.host.loadTimeout, "plugin-load-timeout", pluginhost.DefaultLoadTimeout, "Longest loading one plugin module (compile, initialise, metadata) may take before its host process is killed.")
 	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
 	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
 	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
@@ -119,17 +133,13 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.DurationVar(&p.pull, "plugin-pull-timeout", plugin.DefaultPullTimeout, "Longest a plugin image pull may take, every byte included.")
 }
 
-// config returns the plugin manager's configuration. It also sets the process's Go memory limit, which the
-// plugin memory budget decides (app.SetGoMemoryLimit): both the controller and the webhook server run plugins.
+// config returns the plugin manager's configuration. Plugins run in a host process of their own, which these
+// flags bound; the controller's own heap holds no plugin memory.
 func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
-	if limit, why := app.SetGoMemoryLimit("/sys/fs/cgroup", p.budgetMiB<<20); limit > 0 {
-		log.Info("Go memory limit set", "limitMiB", limit>>20, "from", why)
-	} else {
-		log.Info("no Go memory limit set", "reason", why)
-	}
 	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20, MemoryBudget: p.budgetMiB << 20,
 		MaxLoadedModules: p.maxLoaded, IdleTimeout: p.idle,
-		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP, PullTimeout: p.pull}}
+		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP, PullTimeout: p.pull},
+		Host:     plugin.HostConfig{MaxRSS: p.host.memoryMiB << 20, AddressSpace: p.host.addressSpaceMiB << 20, Grace: p.host.grace, LoadTimeout: p.host.loadTimeout}}
 	if p.registryCA != "" {
 		var err error
 		if cfg.Registry.CABundle, err = os.ReadFile(p.registryCA); err != nil {

@@ -4,7 +4,11 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -49,6 +53,22 @@ type Config struct {
 	Registry RegistryConfig
 	// NoSnapshot makes every plugin instance initialise itself (runtime.Config.NoSnapshot): for comparisons.
 	NoSnapshot bool
+	// Host bounds the plugin host process.
+	Host HostConfig
+}
+
+// HostConfig is how the plugin host process is started and bounded; zero fields take pluginhost's defaults.
+type HostConfig struct {
+	// Executable is the binary started as the plugin host; default this process's own.
+	Executable string
+	// Grace is how long past Timeout a call may run before the host is killed.
+	Grace time.Duration
+	// LoadTimeout bounds loading one module (check, compile, initialise, metadata).
+	LoadTimeout time.Duration
+	// MaxRSS kills the host when its resident memory exceeds it, in bytes.
+	MaxRSS uint64
+	// AddressSpace is the host's RLIMIT_AS in bytes; 0 sets none.
+	AddressSpace uint64
 }
 
 // RegistryConfig is how the controller reaches registries.
@@ -89,13 +109,15 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// runtimeConfig is the configuration of every module's runtime; limits are the resources they all share.
-func (c Config) runtimeConfig(hooks runtime.Hooks, limits *runtime.Limits) runtime.Config {
-	rc := runtime.Config{MemoryLimit: c.MemoryLimit, Timeout: c.Timeout, Limits: limits, Hooks: hooks, NoSnapshot: c.NoSnapshot}
+// supervisorConfig configures the plugin host and its supervisor.
+func (c Config) supervisorConfig(hooks runtime.Hooks, reg prometheus.Registerer, log logr.Logger) pluginhost.Config {
+	hc := pluginhost.HostConfig{MemoryLimit: c.MemoryLimit, Timeout: c.Timeout, MemoryBudget: c.MemoryBudget, NoSnapshot: c.NoSnapshot,
+		AddressSpace: c.Host.AddressSpace}
 	if c.CacheDir != "" {
-		rc.CacheDir = filepath.Join(c.CacheDir, "wazero")
+		hc.CacheDir = filepath.Join(c.CacheDir, "wazero")
 	}
-	return rc
+	return pluginhost.Config{Host: hc, Executable: c.Host.Executable, Grace: c.Host.Grace, LoadTimeout: c.Host.LoadTimeout,
+		MaxRSS: c.Host.MaxRSS, Hooks: hooks, Registerer: reg, Log: log}
 }
 
 func (c Config) ociOptions(dockerConfig []byte) oci.Options {

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/osmhq/osm/host/oci"
-	"github.com/osmhq/osm/sdk/runtime"
 )
 
 // withCustomSection returns wasm with a custom section appended: a valid module with the same code and a
@@ -148,7 +147,7 @@ func testutilGauge(t *testing.T, m *Manager) float64 {
 }
 
 // loadedModule returns the loaded module with the digest, for tests.
-func (m *Manager) loadedModule(digest string) (*runtime.Module, bool) {
+func (m *Manager) loadedModule(digest string) (*module, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s, ok := m.mods.slots[digest]

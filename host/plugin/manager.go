@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -61,7 +62,7 @@ type Manager struct {
 	cancel  context.CancelFunc
 	janitor sync.WaitGroup
 
-	limits *runtime.Limits // shared by the runtimes of all loaded modules
+	host *pluginhost.Supervisor
 
 	mu      sync.Mutex
 	digests map[string]string // built-in name -> module digest, computed once from the embedded bytes
@@ -76,7 +77,8 @@ const maxRememberedMetadata = 1024
 
 // New creates a Manager. builtins holds the embedded plugins as <name>.wasm files at its root (the
 // controller passes the plugins package's embedded dist directory; nil means none). Metrics are registered on
-// reg (controller-runtime's metrics.Registry in the controller). Nothing is compiled until a plugin is called.
+// reg (controller-runtime's metrics.Registry in the controller). Nothing is compiled until a plugin is called,
+// and then in the plugin host process (package pluginhost), never in this one.
 func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger) (*Manager, error) {
 	cfg = cfg.withDefaults()
 	met, err := newMetrics(reg)
@@ -88,14 +90,9 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 	m.mods.init()
 	m.pulls.init(cfg.Registry.MaxConcurrentPulls)
 	m.hooks = met.hooks(m.logOutput, m.logCompile)
-	// Each loaded module gets a runtime of its own (see modules), and all of them share one memory budget and
-	// the compile lanes; this runtime only checks the configuration.
-	m.limits = runtime.NewLimits(cfg.MemoryBudget, 0)
-	rt, err := runtime.New(cfg.runtimeConfig(m.hooks, m.limits))
-	if err != nil {
+	if m.host, err = pluginhost.New(cfg.supervisorConfig(m.hooks, reg, log.WithName("host"))); err != nil {
 		return nil, err
 	}
-	_ = rt.Close(context.Background())
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.startJanitor()
 	return m, nil
@@ -183,8 +180,7 @@ func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
 	}
 	p.Source.ModuleDigest = mod.Digest()
 	p.meta = mod.Metadata()
-	p.validates = mod.Implements(abi.ExportValidate)
-	p.encodes = mod.Implements(abi.ExportEncode)
+	p.validates, p.encodes = mod.validates, mod.encodes
 	if p.Config, err = p.meta.ApplyConfig(ref.Config); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", ref, err)
 	}
@@ -269,21 +265,19 @@ type MappedFS interface {
 	Mapped(name string) (data []byte, release func(), ok bool)
 }
 
-// loadBuiltin compiles (or takes from the disk cache) the embedded plugin name into rt. Built-ins in mapped
-// memory are loaded in place, and their pages dropped as soon as the runtime has read them: a copy would put
-// the module's 4.5 MB on the heap, and either way its bytes would be resident while its machine code is made,
-// the peak of a controller's memory when it renders its first MachineDeployment.
-func (m *Manager) loadBuiltin(ctx context.Context, rt *runtime.Runtime, name string) (*runtime.Module, error) {
-	if mapped, ok := m.builtins.(MappedFS); ok && fs.ValidPath(name) && !strings.Contains(name, "/") {
-		if wasm, release, ok := mapped.Mapped(name + ".wasm"); ok {
-			return rt.LoadReleasing(ctx, name, wasm, release)
+// builtinSource is how the plugin host gets the embedded plugin name: its bytes, sent over the pipe. Built-ins
+// in mapped memory are sent in place and their pages dropped right after, so a module's 4.5 MB never sit on
+// the controller's heap.
+func (m *Manager) builtinSource(name, digest string) pluginhost.Module {
+	return pluginhost.Module{Name: name, Digest: digest, Bytes: func() ([]byte, func(), error) {
+		if mapped, ok := m.builtins.(MappedFS); ok && fs.ValidPath(name) && !strings.Contains(name, "/") {
+			if wasm, release, ok := mapped.Mapped(name + ".wasm"); ok {
+				return wasm, release, nil
+			}
 		}
-	}
-	wasm, err := m.builtinBytes(name)
-	if err != nil {
-		return nil, err
-	}
-	return rt.Load(ctx, name, wasm)
+		wasm, err := m.builtinBytes(name)
+		return wasm, func() {}, err
+	}}
 }
 
 func (m *Manager) unknownBuiltin(name string) error {
@@ -311,7 +305,7 @@ func (m *Manager) BuiltinNames() ([]string, error) {
 }
 
 // remember keeps a loaded module's metadata, so Identify's callers can show it after the module is unloaded.
-func (m *Manager) remember(mod *runtime.Module) {
+func (m *Manager) remember(mod *module) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.meta) >= maxRememberedMetadata {
@@ -339,11 +333,16 @@ func (m *Manager) client(pullSecret []byte) (*oci.Client, error) {
 	return c, nil
 }
 
-// Close stops pulls and the idle timer and unloads every plugin, after the calls in flight.
+// Close stops pulls and the idle timer, unloads every plugin after the calls in flight, and stops the plugin
+// host.
 func (m *Manager) Close(ctx context.Context) error {
 	m.cancel()
 	m.janitor.Wait()
 	m.pulls.wait()
 	m.unloadAll()
+	m.host.Close()
 	return nil
 }
+
+// HostPIDs returns the process IDs of the running plugin hosts.
+func (m *Manager) HostPIDs() []int { return m.host.PIDs() }

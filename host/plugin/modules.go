@@ -3,21 +3,16 @@ package plugin
 import (
 	"container/list"
 	"context"
-	godebug "runtime/debug"
 	"time"
 
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
-// modules tracks the loaded modules (by module digest) so that their number stays within
+// modules tracks the modules loaded in the plugin host (by module digest) so that their number stays within
 // Config.MaxLoadedModules and idle ones are unloaded. A module is pinned while a call uses it, so an unload
 // never breaks a render: only modules without a call in flight sit in the idle list and can be chosen.
-//
-// Each module gets a runtime of its own. Unloading closes that runtime. This was how the controller freed a
-// module's machine code, when a runtime kept the code of every module it ever compiled and every failed load;
-// sdk/runtime now frees a module's code on Unload (TestUnloadedModulesFreeTheirCompiledCode) and bounds the
-// failures it remembers (TestRememberedFailuresAreBounded), so one shared runtime would do as well. Runtimes
-// share the disk cache, so a reload costs a tenth of a second, not a compile.
+// Unloading tells the host to free the module's code; a reload is served by the disk cache in a tenth of a
+// second.
 type modules struct {
 	slots map[string]*slot
 	// idle holds the slots without calls, least recently used first.
@@ -27,9 +22,6 @@ type modules struct {
 	// failed remembers modules that failed to load for a reason retrying will not fix, so a broken plugin
 	// referenced by many MachineDeployments costs one compile, not one per reconcile.
 	failed map[string]error
-	// loadSem serialises compilations: they saturate a core each, and plugins needed at the same time are
-	// better loaded one after the other than all at half speed.
-	loadSem chan struct{}
 }
 
 // maxRememberedFailures bounds modules.failed.
@@ -43,8 +35,7 @@ type slot struct {
 	elem     *list.Element // in modules.idle while refs == 0
 	// loading is closed when the first holder finished loading; mod or err is then set.
 	loading chan struct{}
-	rt      *runtime.Runtime
-	mod     *runtime.Module
+	mod     *module
 	err     error
 	// unloading is closed when the module is unloaded; a slot with it set cannot be held.
 	unloading chan struct{}
@@ -57,7 +48,6 @@ type slot struct {
 func (ms *modules) init() {
 	ms.slots = map[string]*slot{}
 	ms.failed = map[string]error{}
-	ms.loadSem = make(chan struct{}, 1)
 }
 
 // Loaded returns how many modules are loaded or being loaded.
@@ -67,12 +57,12 @@ func (m *Manager) Loaded() int {
 	return len(m.mods.slots) - m.mods.unloading
 }
 
-// loadFunc loads a module into a fresh runtime.
-type loadFunc func(ctx context.Context, rt *runtime.Runtime) (*runtime.Module, error)
+// loadFunc loads a module into the plugin host.
+type loadFunc func(ctx context.Context) (*module, error)
 
 // acquire returns the module with the digest, pinned until release is called. If it is not loaded, load
 // loads it; with load nil, acquire returns a nil module instead.
-func (m *Manager) acquire(ctx context.Context, digest string, owner *byte, load loadFunc) (mod *runtime.Module, release func(), err error) {
+func (m *Manager) acquire(ctx context.Context, digest string, owner *byte, load loadFunc) (mod *module, release func(), err error) {
 	if m.ctx.Err() != nil {
 		return nil, nil, &runtime.Error{Digest: digest, Reason: runtime.ReasonClosed, Detail: "the plugin manager is closed"}
 	}
@@ -107,23 +97,11 @@ func (m *Manager) acquire(ctx context.Context, digest string, owner *byte, load 
 	return s.mod, func() { m.unhold(s) }, nil
 }
 
-// load runs the first holder's load into a runtime of the slot's own, and publishes the outcome.
+// load runs the first holder's load in the plugin host, and publishes the outcome. The host compiles (two
+// at a time, sdk/runtime's lanes); the controller only waits.
 func (m *Manager) load(ctx context.Context, s *slot, load loadFunc) {
 	defer close(s.loading)
-	select {
-	case m.mods.loadSem <- struct{}{}:
-		defer func() { <-m.mods.loadSem }()
-	case <-ctx.Done():
-		s.err = &runtime.Error{Digest: s.digest, Reason: runtime.ReasonCanceled, Detail: "waiting to load: " + ctx.Err().Error(), Err: ctx.Err()}
-		return
-	}
-	rt, err := runtime.New(m.cfg.runtimeConfig(m.hooks, m.limits))
-	if err != nil {
-		s.err = err
-		return
-	}
-	s.rt = rt
-	if s.mod, s.err = load(ctx, rt); s.err != nil {
+	if s.mod, s.err = load(ctx); s.err != nil {
 		if !transient(s.err) {
 			m.mu.Lock()
 			if len(m.mods.failed) >= maxRememberedFailures {
@@ -138,11 +116,6 @@ func (m *Manager) load(ctx context.Context, s *slot, load loadFunc) {
 		return
 	}
 	m.remember(s.mod)
-	// A load leaves about 10 MiB of garbage (the snapshot's bytes, the decoder's and validator's scratch) on a
-	// heap that is often no larger, and the Go runtime would keep those pages resident for minutes. Loads are
-	// rare (one per plugin until the idle timeout unloads it), so one forced collection each costs little and
-	// takes the controller from ~92 to ~80 MiB right after its first render (make bench-controller, N=1).
-	godebug.FreeOSMemory()
 }
 
 // transient reports whether a load failure may not repeat, so it must not be remembered.
@@ -251,14 +224,12 @@ func (m *Manager) markUnloading(s *slot) *slot {
 	return s
 }
 
-// unload closes the marked slots' runtimes (which frees their modules' code) and forgets the slots, waking
-// anyone waiting to hold them.
+// unload tells the plugin host to free the marked slots' modules and forgets the slots, waking anyone
+// waiting to hold them.
 func (m *Manager) unload(victims []*slot) {
 	for _, s := range victims {
-		if s.rt != nil {
-			if err := s.rt.Close(context.Background()); err != nil {
-				m.log.Error(err, "unloading plugin", "digest", s.digest)
-			}
+		if s.mod != nil {
+			m.host.Unload(s.digest)
 		}
 		m.mu.Lock()
 		delete(m.mods.slots, s.digest)

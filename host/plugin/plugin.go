@@ -55,9 +55,16 @@ func (p *Plugin) Implements(export string) bool {
 
 // Render calls osm_render with the plugin's config; req.Config is ignored.
 func (p *Plugin) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
-	r := *req
+	r := *req // a shallow copy: callers may share one request between goroutines
 	r.Config = p.Config
-	return call(ctx, p, func(mod *runtime.Module) (*abi.RenderResponse, error) { return mod.Render(ctx, &r) })
+	if r.ABIVersion == "" {
+		r.ABIVersion = abi.Version
+	}
+	var resp abi.RenderResponse
+	if err := p.call(ctx, abi.ExportRender, &r, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
 }
 
 // Validate calls osm_validate with the plugin's config. A plugin without osm_validate accepts every profile
@@ -68,12 +75,30 @@ func (p *Plugin) Validate(ctx context.Context, req *abi.ValidateRequest) (*abi.V
 	}
 	r := *req
 	r.Config = p.Config
-	return call(ctx, p, func(mod *runtime.Module) (*abi.ValidateResponse, error) { return mod.Validate(ctx, &r) })
+	if r.ABIVersion == "" {
+		r.ABIVersion = abi.Version
+	}
+	var resp abi.ValidateResponse
+	if err := p.call(ctx, abi.ExportValidate, &r, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
 }
 
 // Encode calls osm_encode.
 func (p *Plugin) Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error) {
-	return call(ctx, p, func(mod *runtime.Module) (*abi.EncodeResponse, error) { return mod.Encode(ctx, req) })
+	if !p.encodes {
+		return nil, &runtime.Error{Plugin: p.meta.Name, Digest: p.Source.ModuleDigest, Export: abi.ExportEncode, Reason: runtime.ReasonMissingExport, Detail: "plugin does not implement " + abi.ExportEncode}
+	}
+	r := *req
+	if r.ABIVersion == "" {
+		r.ABIVersion = abi.Version
+	}
+	var resp abi.EncodeResponse
+	if err := p.call(ctx, abi.ExportEncode, &r, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
 }
 
 // Discard tells the Manager this Plugin will not be called again, as after an admission review: the module
@@ -85,69 +110,25 @@ func (p *Plugin) Discard() {
 	}
 }
 
-func call[T any](ctx context.Context, p *Plugin, fn func(*runtime.Module) (T, error)) (T, error) {
-	var zero T
+// call pins the module for the call's duration and runs export in the plugin host.
+func (p *Plugin) call(ctx context.Context, export string, req any, resp interface{ Check() error }) error {
 	mod, release, err := p.acquire(ctx)
 	if err != nil {
-		return zero, err
+		return err
 	}
 	defer release()
 	if p.Source.ModuleDigest != "" && mod.Digest() != p.Source.ModuleDigest {
-		return zero, fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, p.Source.ModuleDigest, mod.Digest())
+		return fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, p.Source.ModuleDigest, mod.Digest())
 	}
-	return fn(mod)
+	return p.m.callModule(ctx, mod, export, req, resp)
 }
 
 // acquire pins the plugin's module, loading (built-in) or pulling and loading (image) it if needed.
-func (p *Plugin) acquire(ctx context.Context) (*runtime.Module, func(), error) {
+func (p *Plugin) acquire(ctx context.Context) (*module, func(), error) {
 	if p.ref.Builtin != "" {
-		return p.m.acquire(ctx, p.Source.ModuleDigest, p.owner, func(ctx context.Context, rt *runtime.Runtime) (*runtime.Module, error) {
-			return p.m.loadBuiltin(ctx, rt, p.ref.Builtin)
+		return p.m.acquire(ctx, p.Source.ModuleDigest, p.owner, func(ctx context.Context) (*module, error) {
+			return p.m.loadModule(ctx, p.m.builtinSource(p.ref.Builtin, p.Source.ModuleDigest))
 		})
 	}
 	return p.m.acquireImage(ctx, p.ref, p.owner)
-}
-
-// Session is a sequence of calls on one sandbox instance for one MachineDeployment (runtime.Session), with the
-// plugin's module pinned until Close.
-type Session struct {
-	p       *Plugin
-	s       *runtime.Session
-	release func()
-}
-
-// Session starts a session: the render of a MachineDeployment's stages then costs one instance, not one per
-// call, and nothing of it survives Close.
-func (p *Plugin) Session(ctx context.Context) (*Session, error) {
-	mod, release, err := p.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if p.Source.ModuleDigest != "" && mod.Digest() != p.Source.ModuleDigest {
-		release()
-		return nil, fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, p.Source.ModuleDigest, mod.Digest())
-	}
-	s, err := mod.Session(ctx)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	return &Session{p: p, s: s, release: release}, nil
-}
-
-// Render calls osm_render with the plugin's config on the session's instance; req.Config is ignored.
-func (s *Session) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
-	r := *req
-	r.Config = s.p.Config
-	return s.s.Render(ctx, &r)
-}
-
-// Close ends the session and unpins the module.
-func (s *Session) Close() {
-	if s.release == nil {
-		return
-	}
-	s.s.Close()
-	s.release()
-	s.release = nil
 }

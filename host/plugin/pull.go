@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -88,7 +89,7 @@ func (p *pulls) wait() { p.running.Wait() }
 const maxRememberedPulls = 4096
 
 // acquireImage returns the loaded module of an image reference, pinned until release is called.
-func (m *Manager) acquireImage(ctx context.Context, ref Reference, owner *byte) (*runtime.Module, func(), error) {
+func (m *Manager) acquireImage(ctx context.Context, ref Reference, owner *byte) (*module, func(), error) {
 	key := pullKey{image: ref.Image, creds: sha256.Sum256(ref.PullSecret)}
 	// The module may be unloaded between the pull's load and our pin (another plugin needed the room); pulling
 	// again is then served by the disk cache. Two rounds suffice unless the bound is far too small.
@@ -196,8 +197,11 @@ func (m *Manager) pullAndLoad(key pullKey, ref Reference, job *pullJob) (string,
 	m.log.V(1).Info("pulled plugin image", "image", ref.Image, "module", art.ModuleDigest.String(), "fromCache", art.FromCache,
 		"seconds", time.Since(job.started).Seconds())
 	digest := runtime.Digest(art.Module)
-	_, release, err := m.acquire(m.ctx, digest, nil, func(ctx context.Context, rt *runtime.Runtime) (*runtime.Module, error) {
-		return rt.Load(ctx, name, art.Module)
+	// The slot keeps the bytes while the module is loaded, for a plugin host that comes back empty after a kill.
+	wasm := art.Module
+	src := pluginhost.Module{Name: name, Digest: digest, Bytes: func() ([]byte, func(), error) { return wasm, func() {}, nil }}
+	_, release, err := m.acquire(m.ctx, digest, nil, func(ctx context.Context) (*module, error) {
+		return m.loadModule(ctx, src)
 	})
 	if err != nil {
 		return "", err

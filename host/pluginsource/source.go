@@ -113,12 +113,3 @@ func (l *loaded) Identity() osmv1alpha1.ResolvedPlugin {
 	}
 	return id
 }
-
-// Session starts a render session on the plugin (plugin.Plugin.Session).
-func (l *loaded) Session(ctx context.Context) (render.PluginSession, error) {
-	s, err := l.Plugin.Session(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return s, nil
-}
