@@ -52,6 +52,7 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
 	o.registry.addFlags(f, false)
+	o.addTenancyFlag(f)
 	o.extensions.addFlag(f, "extension", "OperatingSystemProfileExtension YAML file applied to both sides (repeatable).")
 	o.toExtensions.addFlag(f, "to-extension", "OperatingSystemProfileExtension YAML file applied to the new side only (repeatable): shows what applying it changes.")
 	for _, name := range []string{"filename", "from"} {
@@ -92,6 +93,9 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 		return err
 	}
 	for _, s := range []*side{from, to} {
+		if err := o.checkTenancy(md, s.osp); err != nil {
+			return err
+		}
 		xs, err := s.extensions.forProfile(s.osp, md)
 		if err != nil {
 			return err

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
@@ -32,6 +33,26 @@ type renderFlags struct {
 	registry   registryFlags
 	extensions extensionFiles
 	pluginFile string
+	// namespace is the controller's -namespace, whose profiles every namespace may use (tenancy).
+	namespace string
+}
+
+// addTenancyFlag adds --namespace, the controller's namespace that the tenancy check of render and diff uses.
+func (f *renderFlags) addTenancyFlag(fs *pflag.FlagSet) {
+	fs.StringVar(&f.namespace, "namespace", render.DefaultSettings().Namespace,
+		"The controller's -namespace: its profiles serve every namespace; a profile elsewhere serves only its own namespace and those its spec.allowedNamespaces lists.")
+}
+
+// checkTenancy refuses to render a profile for a MachineDeployment that the controller would refuse it to
+// (ProfileNotAllowed), when both files name their namespace.
+func (f *renderFlags) checkTenancy(md *clusterv1alpha1.MachineDeployment, osp *osmv1alpha1.OperatingSystemProfile) error {
+	if md.Namespace == "" || osp.Namespace == "" {
+		return nil
+	}
+	if err := render.ProfileAllowed(osp, md.Namespace, f.namespace); err != nil {
+		return fmt.Errorf("%w (reason %s)", err, osmv1alpha1.ReasonProfileNotAllowed)
+	}
+	return nil
 }
 
 // renderer returns the renderer, settings and cluster facts that the command's renders use.
@@ -89,6 +110,7 @@ registry.`,
 	o.node.AddFlags(gofs)
 	f.AddGoFlagSet(gofs)
 	o.registry.addFlags(f, false)
+	o.addTenancyFlag(f)
 	f.StringVar(&o.pluginFile, pluginFileFlag, "", pluginFileUsage)
 	o.extensions.addFlag(f, "extension", "OperatingSystemProfileExtension YAML file (repeatable); those that select the profile are applied as the controller applies them.")
 	_ = cmd.MarkFlagRequired("filename")
@@ -108,6 +130,9 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 		if err := withPluginFile(osp, o.pluginFile); err != nil {
 			return err
 		}
+	}
+	if err := o.checkTenancy(md, osp); err != nil {
+		return err
 	}
 	renderer, settings, cluster, err := o.renderer(cmd, g)
 	if err != nil {

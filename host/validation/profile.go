@@ -388,5 +388,6 @@ func ValidateUpdate(oldOSP, newOSP *osmv1alpha1.OperatingSystemProfile) field.Er
 
 func withoutVersion(s osmv1alpha1.OperatingSystemProfileSpec) osmv1alpha1.OperatingSystemProfileSpec {
 	s.Version = ""
+	s.AllowedNamespaces = nil // who may use the profile, not what it renders: no version bump needed
 	return s
 }

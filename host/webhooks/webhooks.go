@@ -18,10 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/validation"
 )
 
@@ -49,6 +51,7 @@ func Setup(mgr ctrl.Manager, profiles *validation.ProfileValidator) error {
 		profiles.PluginWait = validation.AdmissionPluginWait
 	}
 	ospValidator := &ProfileValidator{Validator: profiles}
+	mdDefaulter := MachineDeploymentDefaulter{Profiles: mgr.GetAPIReader(), Namespace: profiles.Settings.Namespace}
 	if err := ctrl.NewWebhookManagedBy(mgr, &osmv1alpha1.OperatingSystemProfile{}).
 		WithValidator(ospValidator).WithValidatorCustomPath(PathValidateProfile).Complete(); err != nil {
 		return err
@@ -58,13 +61,13 @@ func Setup(mgr ctrl.Manager, profiles *validation.ProfileValidator) error {
 		return err
 	}
 	if err := ctrl.NewWebhookManagedBy(mgr, &clusterv1alpha1.MachineDeployment{}).
-		WithDefaulter(MachineDeploymentDefaulter{}).WithDefaulterCustomPath(PathDefaultMachineDeployment).Complete(); err != nil {
+		WithDefaulter(mdDefaulter).WithDefaulterCustomPath(PathDefaultMachineDeployment).Complete(); err != nil {
 		return err
 	}
 	server, scheme := mgr.GetWebhookServer(), mgr.GetScheme()
 	server.Register(UpstreamPathValidateProfile, admission.WithValidator[*osmv1alpha1.OperatingSystemProfile](scheme, ospValidator))
 	server.Register(UpstreamPathValidateConfig, admission.WithValidator[*osmv1alpha1.OperatingSystemConfig](scheme, ConfigValidator{}))
-	server.Register(UpstreamPathDefaultMachineDeployment, admission.WithDefaulter[*clusterv1alpha1.MachineDeployment](scheme, MachineDeploymentDefaulter{}))
+	server.Register(UpstreamPathDefaultMachineDeployment, admission.WithDefaulter[*clusterv1alpha1.MachineDeployment](scheme, mdDefaulter))
 	w := &warmup{validator: profiles, log: mgr.GetLogger().WithName("webhooks"), done: make(chan struct{}), started: time.Now()}
 	if err := mgr.Add(w); err != nil {
 		return err
@@ -167,10 +170,21 @@ func (ConfigValidator) ValidateDelete(context.Context, *osmv1alpha1.OperatingSys
 	return nil, nil
 }
 
-// MachineDeploymentDefaulter names the default profile of a MachineDeployment's OS when it names none.
-type MachineDeploymentDefaulter struct{}
+// MachineDeploymentDefaulter names the default profile of a MachineDeployment's OS when it names none, and
+// refuses a MachineDeployment that names a profile of another namespace it may not use (render.ProfileAllowed,
+// docs/security.md "Tenancy").
+type MachineDeploymentDefaulter struct {
+	// Profiles reads the profile a MachineDeployment names in a namespace other than its own and the
+	// controller's (past the cache: only such references cost a read). Without it, nothing is refused.
+	Profiles client.Reader
+	// Namespace is the controller's namespace (-namespace), where the default profiles live.
+	Namespace string
+}
 
-func (MachineDeploymentDefaulter) Default(_ context.Context, md *clusterv1alpha1.MachineDeployment) error {
+func (d MachineDeploymentDefaulter) Default(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
+	if err := d.checkTenancy(ctx, md); err != nil {
+		return err
+	}
 	if md.Annotations[clusterv1alpha1.AnnotationOSP] != "" {
 		return nil
 	}
@@ -188,6 +202,30 @@ func (MachineDeploymentDefaulter) Default(_ context.Context, md *clusterv1alpha1
 		md.Annotations = map[string]string{}
 	}
 	md.Annotations[clusterv1alpha1.AnnotationOSP] = fmt.Sprintf("osp-%s", pc.OperatingSystem)
+	return nil
+}
+
+// checkTenancy refuses a MachineDeployment whose k8c.io/operating-system-profile-namespace names another
+// namespace than its own and the controller's, when the profile there exists and does not allow the
+// MachineDeployment's namespace. A profile that does not exist yet is left to the controller, which reports
+// ProfileNotFound and, once it exists, ProfileNotAllowed unless it allows the namespace.
+func (d MachineDeploymentDefaulter) checkTenancy(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
+	name := md.Annotations[clusterv1alpha1.AnnotationOSP]
+	ns := md.Annotations[clusterv1alpha1.AnnotationOSPNamespace]
+	if d.Profiles == nil || name == "" || ns == "" || ns == md.Namespace || ns == d.Namespace {
+		return nil
+	}
+	osp := &osmv1alpha1.OperatingSystemProfile{}
+	switch err := d.Profiles.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, osp); {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("reading OperatingSystemProfile %s/%s to check that namespace %s may use it: %w", ns, name, md.Namespace, err)
+	}
+	if err := render.ProfileAllowed(osp, md.Namespace, d.Namespace); err != nil {
+		return apierrors.NewForbidden(schema.GroupResource{Group: "cluster.k8s.io", Resource: "machinedeployments"}, md.Name,
+			fmt.Errorf("annotation %s: %w (reason %s)", clusterv1alpha1.AnnotationOSPNamespace, errors.Unwrap(err), osmv1alpha1.ReasonProfileNotAllowed))
+	}
 	return nil
 }
 

@@ -63,6 +63,19 @@ type OperatingSystemProfileSpec struct {
 	// +kubebuilder:validation:MaxItems=8
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.secrets))",message="only spec.plugin takes secrets"
 	Plugins []PluginReference `json:"plugins,omitempty"`
+	// AllowedNamespaces lists the namespaces whose MachineDeployments may use this profile (through the
+	// k8c.io/operating-system-profile-namespace annotation) besides the profile's own namespace; "*" allows
+	// every namespace. Without it, a profile in the controller's namespace (-namespace) may be used from every
+	// namespace, as upstream's default profiles are, and a profile in any other namespace only from its own.
+	// Whoever may use the profile renders with its plugin secrets, pull secret and extensions; a reference that
+	// is not allowed is refused by admission and fails with ProfileNotAllowed. Changing it needs no version
+	// bump. See docs/security.md, "Tenancy".
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$`
+	AllowedNamespaces []string `json:"allowedNamespaces,omitempty"`
 }
 
 // OSPConfig is one stage (bootstrap or provisioning) of a profile.

@@ -26,11 +26,8 @@ import (
 
 // profileKey is the profile a MachineDeployment names.
 func (r *Reconciler) profileKey(md *clusterv1alpha1.MachineDeployment) client.ObjectKey {
-	ns := md.Annotations[clusterv1alpha1.AnnotationOSPNamespace]
-	if ns == "" {
-		ns = r.Settings.Namespace
-	}
-	return client.ObjectKey{Namespace: ns, Name: md.Annotations[clusterv1alpha1.AnnotationOSP]}
+	ns, name := render.ProfileKey(md, r.Settings.Namespace)
+	return client.ObjectKey{Namespace: ns, Name: name}
 }
 
 func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
@@ -42,6 +39,12 @@ func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
 			return stall(osmv1alpha1.ReasonProfileNotFound, fmt.Errorf("OperatingSystemProfile %s does not exist; create it or fix the %s annotation", key, clusterv1alpha1.AnnotationOSP))
 		}
 		return fmt.Errorf("reading OperatingSystemProfile %s: %w", key, err)
+	}
+	// Tenancy: a profile of another namespace serves this MachineDeployment only when its owner allows it.
+	// Nothing of a profile that does not — its plugin secrets, pull secret, extensions — is read or rendered.
+	if err := render.ProfileAllowed(st.osp, st.md.Namespace, r.Settings.Namespace); err != nil {
+		st.osp = nil
+		return stall(osmv1alpha1.ReasonProfileNotAllowed, err)
 	}
 	var err error
 	if st.cluster, err = r.ClusterInfo(ctx); err != nil {
