@@ -58,10 +58,6 @@ func hostileModules() map[string]struct {
 		// Grows a table by 2^31 entries (16 GiB) on the Go heap: "fatal error: out of memory" under ulimit -v 8000000.
 		"table-grow": {wasmModule(append(oneFunc, wasmSection{4, [][]byte{{0x70, 0x00, 0x00}}},
 			wasmSection{10, [][]byte{wasmBody(grow)}})...), "table.grow on table 0, which declares no maximum"},
-		// 500 KB of call_indirect in one function: 1.35 GB to compile.
-		"compile-bomb": {wasmModule(append(oneFunc, wasmSection{4, [][]byte{{0x70, 0x00, 0x01}}},
-			wasmSection{10, [][]byte{wasmBody(bytes.Repeat([]byte{0x41, 0x00, 0x11, 0x00, 0x00}, 100_000))}})...),
-			"compile weight 6100041 in function 0 exceeds the limit of 262144"},
 		// A million globals in 5 MB held 1.3 GiB once loaded.
 		"globals": {wasmModule(wasmSection{6, slices.Repeat([][]byte{{0x7f, 0x00, 0x41, 0x00, 0x0b}}, 1_001)}),
 			"globals 1001 exceeds the limit of 1000"},

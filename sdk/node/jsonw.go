@@ -10,8 +10,8 @@ import (
 // jsonWriter writes the JSON files of a node's configuration (the kubelet's config and bootstrap kubeconfig)
 // as encoding/json's Encoder writes them with SetIndent("", "  ") and SetEscapeHTML(false), field by field.
 // In the sandbox encoding/json's reflection and its byte-by-byte indent pass cost a host round trip per
-// byte (the interrupt check of every loop iteration and call, before package wasmstop replaced it): a third
-// of the provisioning render's time then.
+// byte (wazero's check, at every loop iteration, of whether the call has ended): a third of the provisioning
+// render's time.
 // TestConfigFilesMatchEncodingJSON holds the two to the same output.
 type jsonWriter struct {
 	b []byte

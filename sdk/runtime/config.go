@@ -19,24 +19,13 @@ const (
 	// user-data must fit a 1 MiB Kubernetes Secret, so a larger render is useless anyway.
 	DefaultMaxRequestBytes  = 4 << 20
 	DefaultMaxResponseBytes = 4 << 20
-	// DefaultMemoryBudget lets two calls with the default limits (201 MiB each: 64 MiB of guest memory, 9 MiB
-	// for input and output, MaxStackBytes of call stack) run at once, even if both used all their memory.
+	// DefaultMemoryBudget lets seven calls with the default limits (73 MiB each: 64 MiB of guest memory and
+	// 9 MiB for input and output) run at once, even if all used all their memory.
 	DefaultMemoryBudget = 512 << 20
-	// MaxStackBytes is the most call stack one call can hold at once. wazero keeps a call's stack on the Go
-	// heap and doubles it as the guest recurses, until it passes a ceiling the host cannot lower (50 MB): a
-	// guest recursing without end traps with a stack overflow after allocating an 84 MB stack while still
-	// holding the 42 MB one it copies from. A Go plugin keeps its goroutine stacks in its linear memory and
-	// uses a few KiB of this one. Every call reserves MaxStackBytes from the budget, and the stacks a deep
-	// call outgrew are garbage only a collection frees, so a host must also bound its Go heap with a memory
-	// limit (osm-controller sets one from its cgroup: host/app SetGoMemoryLimit). Measured with sixteen
-	// recursing calls under a budget of two (TestDeepRecursionStaysWithinTheBudget): with both, the process
-	// grew by 263–270 MiB for a 290 MiB budget; with the reservation alone by 519–613 MiB; with neither by
-	// 530–544 MiB for a 34 MiB budget.
-	MaxStackBytes = 128 << 20
 	// DefaultMaxModuleBytes is seven times the largest default plugin (4.5 MB).
 	DefaultMaxModuleBytes = 32 << 20
-	// DefaultCompileConcurrency: two compilations at once, so a slow one (a large hostile module within the
-	// limits of package wasmcheck takes seconds) leaves a lane for the others.
+	// DefaultCompileConcurrency: two compilations at once, so a slow one (a large module, or a hostile one:
+	// package wasmcheck does not bound the compiler's time) leaves a lane for the others.
 	DefaultCompileConcurrency = 2
 	// MaxSnapshotGrowth bounds how much larger than the original a module rebuilt from a snapshot may be:
 	// the initialised memory becomes data the loaded module keeps. A default plugin grows by 0.8 MB.
@@ -56,9 +45,9 @@ type Config struct {
 	// Default DefaultMemoryLimit.
 	MemoryLimit uint64
 	// Timeout bounds every call, from the instance's creation (which runs the module's start function) through
-	// the language runtime's start-up to the export's return. The module is rewritten to yield to the host
-	// every few thousand loop iterations and calls (package wasmstop), and the host stops it there once the
-	// call's context has ended, so no code of the module can avoid it. Default DefaultTimeout.
+	// the language runtime's start-up to the export's return: the call's context ends then, and the module's
+	// code stops at its next loop header (wazero's close-on-context-done). Code that never loops (a tree of
+	// calls) is not stopped in the process; see the package documentation. Default DefaultTimeout.
 	Timeout time.Duration
 	// CacheDir keeps compiled machine code on disk across restarts. Empty means memory only. The directory
 	// must be private to this process's user: wazero trusts what it finds there.
@@ -73,10 +62,10 @@ type Config struct {
 	// fails with ReasonInvalidOutput, naming the limit, before anything is copied into the host. Default
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int
-	// MemoryBudget bounds the memory of all instances at once, across modules. Each call reserves its
-	// instance's worst case (MemoryLimit, plus the kernel's MaxRequestBytes+MaxResponseBytes+1 MiB, plus
-	// MaxStackBytes of call stack) before the instance is created and waits, within its context, while the
-	// budget is spent. Default DefaultMemoryBudget; it must hold at least one call.
+	// MemoryBudget bounds the linear memory of all instances at once, across modules. Each call reserves its
+	// instance's worst case (MemoryLimit, plus the kernel's MaxRequestBytes+MaxResponseBytes+1 MiB) before the
+	// instance is created and waits, within its context, while the budget is spent. Default
+	// DefaultMemoryBudget; it must hold at least one call.
 	MemoryBudget uint64
 	// MaxModuleBytes bounds the size of a module's binary. Default DefaultMaxModuleBytes.
 	MaxModuleBytes int
@@ -154,11 +143,10 @@ func (c Config) ioMemory() uint64 {
 	return (n + wasmPageSize - 1) / wasmPageSize * wasmPageSize
 }
 
-// callMemory is the most memory one call's instance can hold: the guest's and the kernel's linear memory and
-// the call stack.
-func (c Config) callMemory() uint64 { return c.MemoryLimit + c.ioMemory() + MaxStackBytes }
+// callMemory is the most linear memory one call's instance can hold: the guest's and the kernel's.
+func (c Config) callMemory() uint64 { return c.MemoryLimit + c.ioMemory() }
 
 // callMemoryParts spells out callMemory for error messages.
 func (c Config) callMemoryParts() string {
-	return fmt.Sprintf("memory limit %d MiB plus %d MiB for input and output plus %d MiB of call stack", c.MemoryLimit>>20, c.ioMemory()>>20, MaxStackBytes>>20)
+	return fmt.Sprintf("memory limit %d MiB plus %d MiB for input and output", c.MemoryLimit>>20, c.ioMemory()>>20)
 }

@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"os"
-	"runtime/debug"
-	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -143,90 +141,27 @@ func TestNoStateAcrossCalls(t *testing.T) {
 	wg.Wait()
 }
 
-// recursingPlugin is a hand-written plugin whose render recurses depth calls deep and returns no output, or
-// without end when depth is 0. wazero grows the call's stack on the Go heap, doubling it, up to its ceiling.
-func recursingPlugin(depth int32) []byte {
+// recursingPlugin is a hand-written plugin whose render recurses without end, with no loop: the call fails
+// with a stack overflow.
+func recursingPlugin() []byte {
 	render := uint32(len(handImports) + 1) // after the imports and osm_metadata
-	code := slices.Concat([]byte{0x10}, wasmtest.U32(render))
-	if depth > 0 {
-		// render: deep(depth); deep(n): if n { deep(n-1) }
-		code = slices.Concat(wasmtest.I32ConstS(depth), []byte{0x10}, wasmtest.U32(render+1), []byte{0x41, 0x00})
-	}
-	deep := slices.Concat([]byte{0x20, 0x00, 0x04, wasmtest.Empty, 0x20, 0x00, 0x41, 0x01, 0x6b, 0x10}, wasmtest.U32(render+1), []byte{0x0b})
 	return wasmtest.Module{Imports: handImports, Memory: 1, Data: []byte(handMetadata), Funcs: []wasmtest.Func{
 		{Results: []byte{wasmtest.I32}, Locals: []byte{wasmtest.I64, wasmtest.I32}, Code: writeOutput([]byte(handMetadata)), Export: "osm_metadata"},
-		{Results: []byte{wasmtest.I32}, Code: code, Export: "osm_render"},
-		{Params: []byte{wasmtest.I32}, Code: deep},
+		{Results: []byte{wasmtest.I32}, Code: slices.Concat([]byte{0x10}, wasmtest.U32(render)), Export: "osm_render"},
 	}}.Bytes()
 }
 
-// TestDeepRecursionStaysWithinTheBudget replays the stack attack: many concurrent renders of plugins that
-// recurse without end (a stack overflow trap) or a million calls deep (an 84 MB stack, then a normal return).
-// The stacks live on the Go heap, outside the linear memory; every call reserves MaxStackBytes from the
-// budget, and with the Go memory limit osm-controller sets, the process grows by no more than the budget and
-// the collector's slack (see MaxStackBytes for what each half is worth).
-func TestDeepRecursionStaysWithinTheBudget(t *testing.T) {
-	const memLimit = 8 << 20
-	probe := newRuntime(t, runtime.Config{MemoryLimit: memLimit})
-	budget := 2 * runtime.CallMemory(probe)
-	// As osm-controller does (host/app SetGoMemoryLimit): the Go heap may not grow past what the cgroup leaves
-	// beside the budget, here the budget itself.
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(budget)))
-	rt := newRuntime(t, runtime.Config{MemoryLimit: memLimit, MemoryBudget: budget})
-	ctx := context.Background()
-	endless, err := rt.Load(ctx, "endless", recursingPlugin(0))
+// TestEndlessRecursionTraps: a render recursing without end fails with Trap (stack overflow), and the module
+// serves the next call on a fresh instance.
+func TestEndlessRecursionTraps(t *testing.T) {
+	rt := newRuntime(t, runtime.Config{})
+	endless, err := rt.Load(context.Background(), "endless", recursingPlugin())
 	if err != nil {
 		t.Fatal(err)
 	}
-	deep, err := rt.Load(ctx, "deep", recursingPlugin(1_000_000))
-	if err != nil {
-		t.Fatal(err)
+	for range 2 {
+		checkError(t, "endless recursion", render(nil)(endless), runtime.ReasonTrap, `plugin "endless"`, "osm_render: trapped: stack overflow")
 	}
-	healthy := load(t, rt, "healthy")
-
-	// The race detector shadows every byte of Go heap the stacks use, outside the Go memory limit: under it the
-	// Go heap itself is measured (mapped and not returned to the system), which is what RSS counts of it.
-	measure := rss
-	if raceEnabled {
-		measure = goHeap
-	}
-	baseline := measure(t)
-	peakRSS := samplePeak(t, measure)
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(2)
-		go func() {
-			defer wg.Done()
-			checkError(t, "endless recursion", render(nil)(endless), runtime.ReasonTrap, `plugin "endless"`, "osm_render: trapped: stack overflow")
-		}()
-		go func() {
-			defer wg.Done()
-			// It returns, without output, having used an 84 MB stack.
-			checkError(t, "deep recursion", render(nil)(deep), runtime.ReasonInvalidOutput, `plugin "deep"`, "osm_render: output is not a valid osm_render response")
-		}()
-	}
-	if _, err := healthy.Render(ctx, renderRequest()); err != nil {
-		t.Errorf("healthy render next to the recursing ones: %v", err)
-	}
-	wg.Wait()
-	peak := peakRSS()
-	if grew := int64(peak) - int64(baseline); grew > int64(budget)+128<<20 {
-		t.Errorf("memory grew by %d MiB, want at most the budget (%d MiB) + 128 MiB", grew>>20, budget>>20)
-	}
-	t.Logf("budget %d MiB; memory grew by at most %d MiB (race detector: %v)", budget>>20, (int64(peak)-int64(baseline))>>20, raceEnabled)
-}
-
-// goHeap is the memory the Go heap holds from the system: objects, unused room in their spans, free spans not
-// yet returned.
-func goHeap(*testing.T) uint64 {
-	samples := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/unused:bytes"},
-		{Name: "/memory/classes/heap/free:bytes"}}
-	metrics.Read(samples)
-	var n uint64
-	for _, s := range samples {
-		n += s.Value.Uint64()
-	}
-	return n
 }
 
 // samplePeak samples measure every 5 ms until the returned function is called, which returns the peak.

@@ -17,7 +17,6 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/osmhq/osm/sdk/internal/wasmcheck"
-	"github.com/osmhq/osm/sdk/internal/wasmstop"
 )
 
 // Runtime loads and caches plugin modules. It is safe for concurrent use.
@@ -26,8 +25,7 @@ type Runtime struct {
 	markerDir string
 
 	// compiling bounds concurrent compilations (Config.CompileConcurrency): each saturates a core and cannot be
-	// interrupted, and package wasmcheck bounds how long one takes, so a slow module holds one lane for a few
-	// seconds at most while the others keep compiling.
+	// interrupted, so a slow module holds one lane while the others keep compiling.
 	compiling chan struct{}
 	// memory is the budget of linear memory across all calls (Config.MemoryBudget).
 	memory *budget
@@ -70,8 +68,8 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("plugin compilation cache %s: %w", cfg.CacheDir, err)
 	}
 	_ = cache.Close(context.Background())
-	// The machine code depends on the wazero version and on how wasmstop rewrites modules.
-	r.markerDir = filepath.Join(cfg.CacheDir, "osm-compiled", wazeroVersion()+"-"+wasmstop.Version)
+	// The machine code depends on the wazero version and on how it is compiled (compileVersion).
+	r.markerDir = filepath.Join(cfg.CacheDir, "osm-compiled", wazeroVersion()+"-"+compileVersion)
 	if err := os.MkdirAll(r.markerDir, 0o700); err != nil {
 		return nil, fmt.Errorf("plugin compilation cache %s: %w", cfg.CacheDir, err)
 	}
@@ -91,10 +89,10 @@ func Digest(wasm []byte) string {
 // the module in errors, logs and metrics (a built-in plugin's name, an image reference); when the same bytes
 // are loaded under several names, the first one sticks.
 //
-// Load refuses modules that exceed the limits of package wasmcheck (size, functions, control flow: what makes
-// compiling slow), were built as WASI commands instead of c-shared reactors, do not compile, lack osm_metadata
-// or osm_render, speak another ABI major version or declare invalid metadata. Those failures are remembered per digest, so a broken plugin referenced by many
-// MachineDeployments is compiled only once; Unload forgets them.
+// Load refuses modules that are malformed or exceed the limits of package wasmcheck (size, counts, tables),
+// were built as WASI commands instead of c-shared reactors, do not compile, lack osm_metadata or osm_render,
+// speak another ABI major version or declare invalid metadata. Those failures are remembered per digest, so a
+// broken plugin referenced by many MachineDeployments is compiled only once; Unload forgets them.
 func (r *Runtime) Load(ctx context.Context, name string, wasm []byte) (*Module, error) {
 	return r.LoadReleasing(ctx, name, wasm, nil)
 }
@@ -262,7 +260,8 @@ func (r *Runtime) load(ctx context.Context, name, digest string, wasm []byte, re
 	return m, nil
 }
 
-// check refuses, before compiling, a module the compiler would be slow on or that cannot be an OSM plugin.
+// check refuses, before compiling, a module that is malformed, beyond the limits of package wasmcheck or
+// cannot be an OSM plugin.
 func (r *Runtime) check(name, digest string, wasm []byte) (*wasmcheck.Module, error) {
 	info, err := wasmcheck.Check(wasm, wasmcheck.Limits{ModuleBytes: r.cfg.MaxModuleBytes})
 	if err != nil {
@@ -326,23 +325,26 @@ func (r *Runtime) newCache() (wazero.CompilationCache, error) {
 	return wazero.NewCompilationCacheWithDir(r.cfg.CacheDir)
 }
 
-// compileModule compiles wasm through Extism, instrumented so that its code stops when its call's context ends
-// (package wasmstop, stop.go): the guest's loops and calls count, and every wasmstop.Interval counts it yields
-// to a listener that stops it once its context has ended, which is what enforces the timeout whatever the
-// module's code does. Instrumenting the Ubuntu plugin takes ~35 ms, once per load.
+// compileVersion names how compileModule compiles, in the cache marker's path: "ctxdone" is wazero's
+// close-on-context-done (before it, modules were rewritten to count ticks: "stop1").
+const compileVersion = "ctxdone1"
+
+// compileModule compiles wasm through Extism with wazero's close-on-context-done: the machine code checks at
+// every loop header whether the call's context has ended, and the call then fails. That stops any code that
+// loops, which is all a Go module's code, within a timeout; a module that recurses without looping runs until
+// its stack overflows, and one that calls a tree of functions without loops runs to its end. It is a courtesy
+// to hosts that run the runtime in their own process (plugintest, osmctl): osm-controller runs plugins in a
+// process of their own, which the operating system ends past the deadline.
 func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*compiledPlugin, error) {
-	wasm, err := wasmstop.Instrument(wasm)
-	if err != nil {
-		return nil, err
-	}
 	cache, err := r.newCache()
 	if err != nil {
 		return nil, err
 	}
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
-		WithMemoryLimitPages(r.cfg.memoryPages())
-	ctx = yieldListeners(experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers))
+		WithMemoryLimitPages(r.cfg.memoryPages()).
+		WithCloseOnContextDone(true)
+	ctx = experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers)
 	compiled, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
 		// No AllowedHosts and no AllowedPaths: Extism denies every HTTP request and mounts nothing.

@@ -18,28 +18,18 @@ func (r *reader) count() uint32 {
 }
 
 // types reads the type section.
-func (c *checker) types(r *reader) error {
+func (c *checker) types(r *reader) {
 	n := r.count()
-	c.mod.Types = n
-	c.typeParams = make([]uint32, 0, n)
 	for i := uint32(0); i < n && r.err == nil; i++ {
 		if form := r.byte(); r.err == nil && form != 0x60 {
 			r.fail("type %d has form %#x", i, form)
 		}
-		for j, what := range []string{"parameters", "results"} {
-			k := r.count()
-			if k > c.limits.Params {
-				return &LimitError{What: what, Got: uint64(k), Limit: uint64(c.limits.Params), Func: -1}
-			}
-			if j == 0 {
-				c.typeParams = append(c.typeParams, k)
-			}
-			for ; k > 0 && r.err == nil; k-- {
+		for range 2 { // parameters, results
+			for k := r.count(); k > 0 && r.err == nil; k-- {
 				r.valType()
 			}
 		}
 	}
-	return nil
 }
 
 // elements reads the element section.

@@ -14,7 +14,7 @@ type Section struct {
 }
 
 // Sections splits a module into its sections, in order, without reading them. The packages that rewrite
-// modules (wasmsnap, wasmstop) work section by section.
+// modules (wasmsnap) work section by section.
 func Sections(wasm []byte) ([]Section, error) {
 	if !bytes.HasPrefix(wasm, header) {
 		return nil, errors.New("not a WebAssembly 1.0 binary module")

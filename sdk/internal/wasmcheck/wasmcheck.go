@@ -1,11 +1,22 @@
-// Package wasmcheck checks an untrusted WebAssembly binary against limits before the host compiles it.
+// Package wasmcheck checks an untrusted WebAssembly binary before the host compiles it, so that what would
+// otherwise crash or bloat whoever decodes it fails at once with an error naming the cause.
 //
-// wazero's compiler is not linear in everything a module can contain: its compile time grows with the square
-// of how deeply blocks nest within a function (a 1 MiB body of nested blocks took over 400 s), and it cannot be
-// interrupted. Check reads the module once, in time linear in its size, and refuses what would make the
-// compiler slow: a binary, a function body, a locals list or a block nesting depth beyond the limits, or more
-// functions than allowed. It checks the structure of what it reads, not the module's validity: the compiler
-// does that, on the modules Check let through.
+// Check reads the module once, in time linear in its size, and refuses:
+//
+//   - a binary beyond Limits.ModuleBytes, or one that is malformed where Check reads it: sections, vectors,
+//     function bodies, instructions outside the set below;
+//   - a count larger than the bytes left to hold its entries (counts.go): wazero allocates for a count before
+//     reading what it counts, and a count of five bytes can claim 2^32 entries;
+//   - more locals, globals, exports, data segments, element entries or names than the Limits allow, and
+//     tables that could hold more entries than the function limit, or that table.grow may grow without a
+//     declared maximum: what wazero allocates or keeps for the module and for each of its instances, outside
+//     the memory limit.
+//
+// It also reports what the host needs before compiling: the exports, and whether an initialised instance's
+// state can be snapshotted (Module.Unsnapshottable). It checks the structure of what it reads, not the
+// module's validity: the compiler does that, on the modules Check let through. It does not bound the
+// compiler's time or memory, which grow with what a function contains (nesting, locals, branches):
+// osm-controller compiles in a process of its own, which the operating system bounds.
 //
 // The instruction decoder knows the instruction set of the MVP and of the extensions wazero enables for Go
 // modules (sign extension, saturating conversions, bulk memory, reference types, multiple values); a module
@@ -24,75 +35,31 @@ import (
 type Limits struct {
 	// ModuleBytes bounds the size of the binary.
 	ModuleBytes int
-	// Functions bounds the number of functions, imported and defined.
+	// Functions bounds the number of functions, imported and defined, and also the entries of all element
+	// segments and the entries all tables may reach (see table).
 	Functions uint32
-	// BodyBytes bounds the size of one function body.
-	BodyBytes uint32
-	// Locals bounds the number of locals one function declares.
+	// Locals bounds the locals of all functions together. wazero allocates a byte for each local a function
+	// declares, and keeps it, before it reads the function's code; locals are declared in runs, so a body of a
+	// few bytes can declare 2^32 of them.
 	Locals uint32
-	// Branches bounds the control instructions (block, loop, if, else, br, br_if, br_table) of one function body.
-	Branches uint32
-	// Cost bounds the sum, over all functions, of the square of their control instructions: wazero's compile
-	// time grows with it.
-	Cost uint64
-	// Globals, Exports and DataSegments bound the module's globals (imported and defined), exports and data
-	// segments, which wazero keeps for the module and copies for every instance, outside the memory limit;
-	// the entries of all element segments are bounded by Functions.
-	Globals, Exports, DataSegments uint32
-	// Params bounds a function type's parameters, and its results.
-	Params uint32
-	// Slots bounds the sum over all functions of their parameters and locals. The machine code zeroes every
-	// local on entry and handles every parameter: a 16 KB module of 2,000 functions of 50,000 locals compiled
-	// in a second to 766 MiB, and 200 functions of 100,000 parameters took 7 s and allocated 15 GB.
-	Slots uint64
-	// Merges bounds, for one function, its parameters and locals times its control instructions (br_table
-	// labels, and the if of every tick package wasmstop adds, included), and TotalMerges the sum over all
-	// functions. The compiler's SSA form gives a variable a value at every loop header and join a read of it
-	// reaches: a 19 KB function reading 1,000 locals inside 4,990 nested loops took 7 s and 1 GB to compile,
-	// and 10,000 locals over two minutes. Compile memory follows one function's figure (500,000: 116 MiB
-	// allocated, TestWorstAdmittedModulesCompileInBoundedMemory), compile time the sum (8 million: 1.4 s).
-	Merges, TotalMerges uint64
-	// Labels bounds the labels of one function's br_tables, and TotalLabels the sum over all functions. The
-	// compiler builds each label's edge on its own: a function with a br_table of 100,000 labels took 240 MB
-	// to compile, one of 1 million 2.3 GB and 8–23 s. Merges count every label as a control instruction.
-	Labels, TotalLabels uint64
-	// Weight bounds the compile weight of one function (see weight: about 256 bytes of the compiler's memory
-	// per unit), and TotalWeight the sum over all functions (the compile's time). 100,000 call_indirect in one
-	// function, 500 KB of module, took 1.35 GB and 6 s to compile, and 20,000 memory.fill 16 s.
-	Weight, TotalWeight uint64
-	// Names bounds the function and local names of the name section, which wazero keeps with the module
-	// (about 26 bytes each: a 32 MiB name section would have held 270 MB).
-	Names uint64
+	// Globals, Exports, DataSegments and Names bound the module's globals (imported and defined), exports, data
+	// segments and the function and local names of its name section, which wazero keeps for the module and
+	// copies in part for every instance, outside the memory limit.
+	Globals, Exports, DataSegments, Names uint32
 }
 
-// DefaultLimits leave room around the default Go plugins while keeping the cold compile of the worst module
-// they admit within seconds and its memory within about 100 MiB. The default plugins: 4.5 MB, 2,560
-// functions, at most 1,286 control instructions, 33 KB of code and 20 locals in one function, a cost of 24.5
-// million; br_tables of at most 964 labels in one function and 96,568 in all; merges of at most 19,228 in one
-// function and 1.79 million in all; a compile weight of at most 106,393 in one function and 9.0 million in
-// all; 8 globals, 7 exports, 44,128 data segments and 2,545 element entries. 4,000 sequential ifs in one
-// function took 1–2 s to compile, and compile time grows with the square of that number (16,000 sequential
-// blocks: over ten minutes). What wazero keeps was measured at about 1.3 KB per global, 150 bytes per export,
-// 85 per data segment and 100 per element entry when a module loads, and 90 bytes per global or element entry
-// for every instance: a 5 MB module of a million globals held 1.3 GiB, and a 32 MiB one would need about 8 GiB.
+// DefaultLimits leave ample room around the default Go plugins (4.5 MB, 2,560 functions, at most 20 locals in
+// one function; 8 globals, 7 exports, 44,128 data segments, 2,545 element entries, no names). What wazero keeps
+// was measured at about 1.3 KB per global, 150 bytes per export, 85 per data segment, 100 per element entry and
+// 26 per name when a module loads, and 90 bytes per global or element entry for every instance: a 5 MB module
+// of a million globals held 1.3 GiB.
 var DefaultLimits = Limits{
 	ModuleBytes:  32 << 20,
 	Functions:    100_000,
-	BodyBytes:    4 << 20,
-	Locals:       50_000,
-	Branches:     5_000,
-	Cost:         64_000_000,
+	Locals:       1_000_000,
 	Globals:      1_000,
 	Exports:      10_000,
 	DataSegments: 250_000,
-	Params:       1_000,
-	Slots:        1_000_000,
-	Merges:       500_000,
-	TotalMerges:  8_000_000,
-	Labels:       10_000,
-	TotalLabels:  400_000,
-	Weight:       262_144,
-	TotalWeight:  32_000_000,
 	Names:        250_000,
 }
 
@@ -102,17 +69,8 @@ func (l Limits) withDefaults() Limits {
 		l.ModuleBytes = d.ModuleBytes
 	}
 	for _, f := range []struct{ v, d *uint32 }{
-		{&l.Functions, &d.Functions}, {&l.BodyBytes, &d.BodyBytes}, {&l.Locals, &d.Locals}, {&l.Branches, &d.Branches},
-		{&l.Globals, &d.Globals}, {&l.Exports, &d.Exports}, {&l.DataSegments, &d.DataSegments}, {&l.Params, &d.Params},
-	} {
-		if *f.v == 0 {
-			*f.v = *f.d
-		}
-	}
-	for _, f := range []struct{ v, d *uint64 }{
-		{&l.Cost, &d.Cost}, {&l.Slots, &d.Slots}, {&l.Merges, &d.Merges}, {&l.TotalMerges, &d.TotalMerges},
-		{&l.Labels, &d.Labels}, {&l.TotalLabels, &d.TotalLabels}, {&l.Weight, &d.Weight}, {&l.TotalWeight, &d.TotalWeight},
-		{&l.Names, &d.Names},
+		{&l.Functions, &d.Functions}, {&l.Locals, &d.Locals}, {&l.Globals, &d.Globals}, {&l.Exports, &d.Exports},
+		{&l.DataSegments, &d.DataSegments}, {&l.Names, &d.Names},
 	} {
 		if *f.v == 0 {
 			*f.v = *f.d
@@ -133,18 +91,6 @@ const (
 type Module struct {
 	// Exports maps each export's name to its kind (KindFunc, ...).
 	Exports map[string]byte
-	// Functions is the number of functions, imported and defined.
-	Functions uint32
-	// Types, ImportedFunctions, ImportedGlobals and Globals count the type section's entries, the imported
-	// functions and globals, and the defined globals: where a rewrite (package wasmstop) adds its own.
-	Types, ImportedFunctions, ImportedGlobals, Globals uint32
-	// MaxBodyBytes, MaxLocals and MaxBranches are the largest body, locals count and number of control
-	// instructions of any function.
-	MaxBodyBytes, MaxLocals, MaxBranches uint32
-	// Cost is the sum of the squares of each function's control instructions.
-	Cost uint64
-	// Weight is the compile weight of all functions (see Limits.Weight).
-	Weight uint64
 	// Unsnapshottable says why an initialised instance's state is more than its globals and its memory (an
 	// imported memory, table or global, a start function, passive data, an instruction that changes a table),
 	// or is empty when package wasmsnap can capture it.
@@ -159,7 +105,7 @@ func (m *Module) ExportsFunc(name string) bool {
 
 // LimitError is a module beyond one of the limits.
 type LimitError struct {
-	// What names the limit: "module size", "functions", "function body size", "locals", "nesting depth".
+	// What names the limit: "module size", "functions", "locals of all functions", "globals", "exports", ...
 	What  string
 	Got   uint64
 	Limit uint64
@@ -213,16 +159,15 @@ func Check(wasm []byte, limits Limits) (*Module, error) {
 		what       string
 		got, limit uint64
 	}{
-		{"globals", uint64(c.mod.ImportedGlobals) + uint64(c.mod.Globals), uint64(l.Globals)},
+		{"globals", uint64(c.globals), uint64(l.Globals)},
 		{"data segments", uint64(c.dataSegments), uint64(l.DataSegments)},
 		{"element entries", c.elementEntries, uint64(l.Functions)},
-		{"names", c.names, l.Names},
+		{"names", c.names, uint64(l.Names)},
 	} {
 		if n.got > n.limit {
 			return nil, &LimitError{What: n.what, Got: n.got, Limit: n.limit, Func: -1}
 		}
 	}
-	c.mod.Functions, c.mod.ImportedFunctions, c.mod.Weight = c.imported+c.defined, c.imported, c.weight
 	return c.mod, nil
 }
 
@@ -235,22 +180,18 @@ type checker struct {
 	// tables are the imported then the defined tables; tableEntries the entries they may hold in all.
 	tables       []tableLimits
 	tableEntries uint64
-	// exports (refused at once beyond the limit), dataSegments and elementEntries count what Check bounds once
-	// it has read the whole module.
-	exports, dataSegments uint32
-	elementEntries        uint64
-	// typeParams are each type's parameters, funcTypes each defined function's type; slots the parameters
-	// and locals of the functions read so far.
-	typeParams, funcTypes                []uint32
-	slots, merges, labels, weight, names uint64
+	// globals (imported and defined), dataSegments, elementEntries and names count what Check bounds once it
+	// has read the whole module; locals are bounded as they are read, exports before their names are kept.
+	globals, dataSegments         uint32
+	elementEntries, locals, names uint64
 }
 
 // vectorSections are the sections whose body is a vector: a count, then that many entries (type, import,
 // function, table, memory, global, export, element, code, data).
 var vectorSections = map[byte]bool{1: true, 2: true, 3: true, 4: true, 5: true, 6: true, 7: true, 9: true, 10: true, 11: true}
 
-// section reads the sections that matter for the limits and the exports; the compiler reads the others.
-// A limit breach is returned; malformed input is left in r.err.
+// section reads the sections that matter for the limits, the exports and snapshots; the compiler reads the
+// others. A limit breach is returned; malformed input is left in r.err.
 func (c *checker) section(id byte, r *reader) error {
 	if vectorSections[id] {
 		// Every vector section's entries are counted first (see counts.go).
@@ -264,9 +205,7 @@ func (c *checker) section(id byte, r *reader) error {
 	case 0:
 		c.custom(r)
 	case 1:
-		if err := c.types(r); err != nil {
-			return err
-		}
+		c.types(r)
 	case 4:
 		for n := r.count(); n > 0 && r.err == nil; n-- {
 			r.byte()
@@ -277,18 +216,16 @@ func (c *checker) section(id byte, r *reader) error {
 	case 11:
 		c.data(r)
 	case 6:
-		c.mod.Globals = r.u32()
+		c.globals += r.u32()
 		r.pos = len(r.b)
 	case 2:
 		c.imports(r)
 	case 3:
 		c.defined = r.u32()
-		for i := uint32(0); i < c.defined && r.err == nil; i++ {
-			c.funcTypes = append(c.funcTypes, r.u32())
-		}
+		r.pos = len(r.b)
 	case 7:
 		n := r.u32()
-		if c.exports = n; n > c.limits.Exports { // before the names are kept
+		if n > c.limits.Exports { // before the names are kept
 			return &LimitError{What: "exports", Got: uint64(n), Limit: uint64(c.limits.Exports), Func: -1}
 		}
 		for i := uint32(0); i < n && r.err == nil; i++ {
@@ -332,7 +269,7 @@ func (c *checker) imports(r *reader) {
 		case KindGlobal:
 			r.valType()
 			r.byte()
-			c.mod.ImportedGlobals++
+			c.globals++
 			c.unsnapshottable("it imports a global")
 		default:
 			r.fail("import %d has unsupported kind %#x", i, kind)
@@ -351,69 +288,40 @@ func (c *checker) code(r *reader) error {
 	}
 	c.bodies = n
 	for i := uint32(0); i < n && r.err == nil; i++ {
-		size := r.u32()
-		if r.err == nil && size > c.limits.BodyBytes {
-			return &LimitError{What: "function body size", Got: uint64(size), Limit: uint64(c.limits.BodyBytes), Func: int(i)}
-		}
-		body := r.bytes(size)
+		body := r.bytes(r.u32())
 		if r.err != nil {
 			return nil
 		}
 		if err := c.body(int(i), body); err != nil {
 			return err
 		}
-		c.mod.MaxBodyBytes = max(c.mod.MaxBodyBytes, size)
 	}
 	return nil
 }
 
-// body checks one function body: its locals, then every instruction, tracking the nesting depth.
+// body checks one function body: its locals, then every instruction, up to the body's final end.
 func (c *checker) body(fn int, code []byte) error {
 	r := &reader{b: code}
-	var locals uint64
 	for groups := r.u32(); groups > 0 && r.err == nil; groups-- {
-		locals += uint64(r.u32())
+		c.locals += uint64(r.u32())
 		r.valType()
-		if locals > uint64(c.limits.Locals) {
-			return &LimitError{What: "locals", Got: locals, Limit: uint64(c.limits.Locals), Func: fn}
+		if c.locals > uint64(c.limits.Locals) {
+			return &LimitError{What: "locals of all functions", Got: c.locals, Limit: uint64(c.limits.Locals), Func: fn}
 		}
 	}
-	c.mod.MaxLocals = max(c.mod.MaxLocals, uint32(locals))
-	var params uint64
-	if fn < len(c.funcTypes) && int(c.funcTypes[fn]) < len(c.typeParams) {
-		params = uint64(c.typeParams[c.funcTypes[fn]])
-	}
-	if c.slots += params + locals; c.slots > c.limits.Slots {
-		return &LimitError{What: "parameters and locals of all functions", Got: c.slots, Limit: c.limits.Slots, Func: fn}
-	}
-	// The body is a block of its own; labels are its br_tables'.
-	depth, branches, labels, w := 1, uint32(0), uint64(0), uint64(tickWeight) // a tick on entry, at most
-	ticks := uint64(1)
-	for depth > 0 && r.err == nil {
+	// The body is a block of its own.
+	for depth := 1; depth > 0 && r.err == nil; {
 		start := r.pos
 		op := r.byte()
 		c.noteStateChange(op, r)
-		w += weight(op, r)
-		if op == 0x0e {
-			peek := *r
-			labels += uint64(peek.u32())
-		}
 		if err := skipImmediates(r, op); err != nil {
 			return fmt.Errorf("function %d at offset %d: %w", fn, start, err)
 		}
 		switch op {
-		case 0x03: // loop, and the if of the tick package wasmstop adds after it
-			depth++
-			ticks++
-		case 0x02, 0x04: // block, if
+		case 0x02, 0x03, 0x04: // block, loop, if
 			depth++
 		case 0x0b: // end
 			depth--
-		}
-		if op >= 0x02 && op <= 0x05 || op >= 0x0c && op <= 0x0e { // block, loop, if, else, br, br_if, br_table
-			if branches++; branches > c.limits.Branches {
-				return &LimitError{What: "control instructions", Got: uint64(branches), Limit: uint64(c.limits.Branches), Func: fn}
-			}
 		}
 	}
 	if r.err != nil {
@@ -421,26 +329,6 @@ func (c *checker) body(fn int, code []byte) error {
 	}
 	if !r.done() {
 		return fmt.Errorf("function %d: %d bytes after the end of the body", fn, len(code)-r.pos)
-	}
-	c.mod.MaxBranches = max(c.mod.MaxBranches, branches)
-	c.mod.Cost += uint64(branches) * uint64(branches)
-	if labels > c.limits.Labels {
-		return &LimitError{What: "br_table labels", Got: labels, Limit: c.limits.Labels, Func: fn}
-	} else if c.labels += labels; c.labels > c.limits.TotalLabels {
-		return &LimitError{What: "br_table labels of all functions", Got: c.labels, Limit: c.limits.TotalLabels, Func: fn}
-	}
-	if w += labels * labelWeight; w > c.limits.Weight {
-		return &LimitError{What: "compile weight", Got: w, Limit: c.limits.Weight, Func: fn}
-	} else if c.weight += w; c.weight > c.limits.TotalWeight {
-		return &LimitError{What: "compile weight of all functions", Got: c.weight, Limit: c.limits.TotalWeight, Func: fn}
-	}
-	if merges := (uint64(branches) + ticks + labels) * (locals + params); merges > c.limits.Merges {
-		return &LimitError{What: "merges (parameters and locals times control instructions)", Got: merges, Limit: c.limits.Merges, Func: fn}
-	} else if c.merges += merges; c.merges > c.limits.TotalMerges {
-		return &LimitError{What: "merges of all functions (parameters and locals times control instructions)", Got: c.merges, Limit: c.limits.TotalMerges, Func: fn}
-	}
-	if c.mod.Cost > c.limits.Cost {
-		return &LimitError{What: "compile cost (sum of squared control instructions per function)", Got: c.mod.Cost, Limit: c.limits.Cost, Func: fn}
 	}
 	return nil
 }

@@ -168,16 +168,6 @@ func Nested(n int) []byte {
 	return append(bytes.Repeat([]byte{0x02, Empty}, n), bytes.Repeat([]byte{0x0b}, n)...)
 }
 
-// NestedReads is a function reading each of its locals once inside loops nested that deep: what makes the
-// compiler give every local a value at every loop header.
-func NestedReads(locals, loops int) Func {
-	code := bytes.Repeat([]byte{0x03, Empty}, loops)
-	for i := range locals {
-		code = append(append(append(code, 0x20), U32(uint32(i))...), 0x1a) // local.get i, drop
-	}
-	return Func{I32Locals: uint32(locals), Code: append(code, bytes.Repeat([]byte{0x0b}, loops)...)}
-}
-
 // Name encodes a name.
 func Name(s string) []byte { return append(U32(uint32(len(s))), s...) }
 
