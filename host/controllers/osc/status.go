@@ -37,6 +37,9 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 		return nil
 	}
 	r.notify(ctx, st, reconcileErr)
+	if st.osc == nil && reconcileErr != nil {
+		r.findOSC(ctx, st)
+	}
 	if st.osc == nil {
 		if reconcileErr == nil {
 			return nil
@@ -175,6 +178,16 @@ func (r *Reconciler) readOSCStatus(ctx context.Context, st *state) error {
 	}
 	st.osc.Status, st.oscStatusRead = live.Status, true
 	return nil
+}
+
+// findOSC finds the MachineDeployment's OSC when the reconcile failed before reading it (a profile that does
+// not exist or may not be used), so that its status shows the new reason: a placeholder created for the first
+// failure would otherwise keep that failure's reason (ProfileNotFound) after the profile appeared.
+func (r *Reconciler) findOSC(ctx context.Context, st *state) {
+	osc := OSCMeta()
+	if err := r.Mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); err == nil && credentials.Owns(st.md, osc) {
+		st.osc, st.oscStatusRead = &osmv1alpha1.OperatingSystemConfig{ObjectMeta: osc.ObjectMeta}, false
+	}
 }
 
 // createPlaceholder creates an OSC with an empty spec to carry the status of a MachineDeployment that has not
