@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr/testr"
 
+	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
@@ -54,7 +55,7 @@ func reasonOf(err error) runtime.Reason {
 func TestCallsRunInAHostProcess(t *testing.T) {
 	s := newSupervisor(t, nil)
 	ctx := context.Background()
-	m := module("hand", handPlugin(nil, nil, 1))
+	m := module("hand", handwasm.Plugin(nil, nil, 1))
 	res, err := s.Load(ctx, m)
 	if err != nil {
 		t.Fatal(err)
@@ -84,11 +85,12 @@ func TestCallsRunInAHostProcess(t *testing.T) {
 // serves the next call.
 func TestHostileCallsAreKilled(t *testing.T) {
 	ctx := context.Background()
-	for name, render := range map[string][]byte{"spin": spin, "memory.fill": fillLoop, "memory.copy": copyLoop, "random_get": randomLoop} {
+	for name, render := range map[string][]byte{"spin": handwasm.Spin, "memory.fill": handwasm.FillLoop, "memory.fill x100": handwasm.HeavyFillLoop,
+		"memory.copy": handwasm.CopyLoop, "random_get": handwasm.RandomLoop} {
 		t.Run(name, func(t *testing.T) {
 			s := newSupervisor(t, nil)
-			hostile := module(name, handPlugin(nil, render, 1024, randomGet))
-			benign := module("benign", handPlugin(nil, nil, 1))
+			hostile := module(name, handwasm.Plugin(nil, render, 1024, handwasm.RandomGet))
+			benign := module("benign", handwasm.Plugin(nil, nil, 1))
 			var wg sync.WaitGroup
 			var benignErr error
 			wg.Add(1)
@@ -97,7 +99,7 @@ func TestHostileCallsAreKilled(t *testing.T) {
 				// A benign call of about 0.3 s, started shortly before the hostile one's host is killed (at
 				// 1.5 s), so that it is likely in flight then: it runs again on the next host.
 				time.Sleep(1300 * time.Millisecond)
-				_, benignErr = s.Call(ctx, module("benign-busy", handPlugin(nil, busy(80_000_000), 1)), abi.ExportRender, nil)
+				_, benignErr = s.Call(ctx, module("benign-busy", handwasm.Plugin(nil, handwasm.Fills(10), 1024)), abi.ExportRender, nil)
 			}()
 			start := time.Now()
 			_, err := s.Call(ctx, hostile, abi.ExportRender, nil)
@@ -122,11 +124,11 @@ func TestHostileCallsAreKilled(t *testing.T) {
 // TestHostileLoadsAreKilled: the same loop in osm_metadata, which runs when the module loads.
 func TestHostileLoadsAreKilled(t *testing.T) {
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.LoadTimeout = 2 * time.Second })
-	_, err := s.Load(context.Background(), module("spin-metadata", handPlugin(fillLoop, nil, 1024)))
+	_, err := s.Load(context.Background(), module("spin-metadata", handwasm.Plugin(handwasm.FillLoop, nil, 1024)))
 	if r := reasonOf(err); r != runtime.ReasonTimeout {
 		t.Fatalf("load: %v, want Timeout", err)
 	}
-	if _, err := s.Load(context.Background(), module("hand", handPlugin(nil, nil, 1))); err != nil {
+	if _, err := s.Load(context.Background(), module("hand", handwasm.Plugin(nil, nil, 1))); err != nil {
 		t.Fatalf("next load: %v", err)
 	}
 }
@@ -136,7 +138,7 @@ func TestHostileLoadsAreKilled(t *testing.T) {
 func TestRepeatKillersAreQuarantined(t *testing.T) {
 	s := newSupervisor(t, nil)
 	ctx := context.Background()
-	hostile := module("fill", handPlugin(nil, fillLoop, 1024))
+	hostile := module("fill", handwasm.Plugin(nil, handwasm.HeavyFillLoop, 1024))
 	for i := range 2 {
 		if _, err := s.Call(ctx, hostile, abi.ExportRender, nil); reasonOf(err) != runtime.ReasonTimeout {
 			t.Fatalf("call %d: %v, want Timeout", i, err)
@@ -150,7 +152,7 @@ func TestRepeatKillersAreQuarantined(t *testing.T) {
 	if time.Since(start) > 100*time.Millisecond {
 		t.Errorf("a quarantined call took %s", time.Since(start))
 	}
-	if _, err := s.Call(ctx, module("hand", handPlugin(nil, nil, 1)), abi.ExportRender, nil); err != nil {
+	if _, err := s.Call(ctx, module("hand", handwasm.Plugin(nil, nil, 1)), abi.ExportRender, nil); err != nil {
 		t.Errorf("another module: %v", err)
 	}
 }
@@ -160,7 +162,7 @@ func TestRepeatKillersAreQuarantined(t *testing.T) {
 func TestMemoryWatchdog(t *testing.T) {
 	ctx := context.Background()
 	probe := newSupervisor(t, nil)
-	if _, err := probe.Load(ctx, module("hand", handPlugin(nil, nil, 1))); err != nil {
+	if _, err := probe.Load(ctx, module("hand", handwasm.Plugin(nil, nil, 1))); err != nil {
 		t.Fatal(err)
 	}
 	// A host's resident memory with a module loaded, plus half of what the hog touches.
@@ -169,11 +171,11 @@ func TestMemoryWatchdog(t *testing.T) {
 		c.MaxRSS = limit
 		c.Host.Timeout = 20 * time.Second
 	})
-	if _, err := s.Load(ctx, module("hand", handPlugin(nil, nil, 1))); err != nil {
+	if _, err := s.Load(ctx, module("hand", handwasm.Plugin(nil, nil, 1))); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err := s.Call(ctx, module("hog", handPlugin(nil, fillThenSpin, 1024)), abi.ExportRender, nil)
+	_, err := s.Call(ctx, module("hog", handwasm.Plugin(nil, handwasm.FillThenSpin, 1024)), abi.ExportRender, nil)
 	if reasonOf(err) != runtime.ReasonOutOfMemory {
 		t.Fatalf("hog: %v, want OutOfMemory", err)
 	}
@@ -187,7 +189,7 @@ func TestMemoryWatchdog(t *testing.T) {
 func TestCrashRetriesTheInnocent(t *testing.T) {
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.Timeout = 30 * time.Second })
 	ctx := context.Background()
-	slow := module("slow", handPlugin(nil, busy(1<<30), 1))
+	slow := module("slow", handwasm.Plugin(nil, handwasm.Fills(40), 1024))
 	if _, err := s.Load(ctx, slow); err != nil {
 		t.Fatal(err)
 	}
