@@ -180,7 +180,9 @@ func (r *Reconciler) installDefault(ctx context.Context, req ctrl.Request) error
 		return nil
 	}
 	oldVersion := current.Spec.Version
+	allowed := current.Spec.AllowedNamespaces // the operator's tenancy choice (docs/security.md) survives upgrades
 	current.Spec = *shipped.Spec.DeepCopy()
+	current.Spec.AllowedNamespaces = allowed
 	current.Labels = mergeLabels(current.Labels, map[string]string{LabelDefault: "true"})
 	if err := r.Client.Update(ctx, current); err != nil {
 		return fmt.Errorf("upgrading default profile %s: %w", current.Name, err)
