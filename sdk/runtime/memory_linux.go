@@ -6,7 +6,7 @@ import "syscall"
 // only when the guest touches them, and growing the WebAssembly memory is just a longer slice of the same
 // mapping. Without it wazero grows memory by copying, which made a guest allocating up to the 256 MiB cap
 // spend seconds in memmove. The mapping lives outside the Go heap, so guest memory does not inflate the
-// controller's GC pacing; it is unmapped when the instance closes.
+// host's GC pacing; it is unmapped when the instance closes.
 func reserve(max uint64) ([]byte, func()) {
 	if max == 0 || max > 1<<32 {
 		return nil, nil
