@@ -37,6 +37,9 @@ type proc struct {
 	dead  chan struct{}
 
 	stderr *tail
+	// loading admits two loads at a time, as the host's runtime compiles two at a time, so a load's deadline
+	// runs from when the host can work on it, not while it waits for a compile lane.
+	loading chan struct{}
 }
 
 // pending is an operation waiting for its reply.
@@ -96,7 +99,8 @@ func (s *Supervisor) startProc(role string) (*proc, error) {
 		return nil, fmt.Errorf("starting the plugin host %s: %w", s.cfg.Executable, err)
 	}
 	p := &proc{s: s, role: role, cmd: cmd, in: stdin, out: &frameWriter{w: stdin},
-		pending: map[uint64]*pending{}, loaded: map[string]*loadState{}, dead: make(chan struct{}), stderr: &tail{max: 4 << 10}}
+		pending: map[uint64]*pending{}, loaded: map[string]*loadState{}, dead: make(chan struct{}), stderr: &tail{max: 4 << 10},
+		loading: make(chan struct{}, 2)}
 	s.metrics.started(role)
 	s.log.V(1).Info("plugin host started", "role", role, "pid", cmd.Process.Pid)
 	go p.readStderr(stderr)
@@ -322,6 +326,14 @@ func (p *proc) ensureLoaded(ctx context.Context, m Module) (LoadResult, error) {
 }
 
 func (p *proc) load(ctx context.Context, m Module) (LoadResult, error) {
+	select {
+	case p.loading <- struct{}{}:
+		defer func() { <-p.loading }()
+	case <-ctx.Done():
+		return LoadResult{}, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonCanceled, Detail: "waiting to load: " + ctx.Err().Error(), Err: ctx.Err()}
+	case <-p.dead:
+		return LoadResult{}, &hostDied{death: p.death}
+	}
 	wasm, release, err := m.Bytes()
 	if err != nil {
 		return LoadResult{}, err

@@ -49,8 +49,10 @@ const (
 
 // Defaults for Config fields left zero.
 const (
-	DefaultGrace            = 2 * time.Second
-	DefaultLoadTimeout      = 2 * time.Minute
+	DefaultGrace = 2 * time.Second
+	// DefaultLoadTimeout is three default call timeouts: a default plugin loads in 2–4 s cold (compile, snapshot,
+	// metadata) and in a tenth of a second from the disk cache.
+	DefaultLoadTimeout      = 15 * time.Second
 	DefaultMaxRSS           = 768 << 20
 	DefaultWatchInterval    = 100 * time.Millisecond
 	DefaultQuarantineWindow = 10 * time.Minute

@@ -12,6 +12,7 @@ import (
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
@@ -91,6 +92,8 @@ func (s *Source) Identify(_ context.Context, _ string, ref *osmv1alpha1.PluginRe
 func reason(ref *osmv1alpha1.PluginReference, err error) string {
 	var rerr *runtime.Error
 	switch {
+	case errors.As(err, &rerr) && mayPass(rerr.Reason):
+		return osmv1alpha1.ReasonPluginFailed
 	case errors.As(err, &rerr):
 		return osmv1alpha1.ReasonPluginInvalid
 	case ref.Image != "":
@@ -112,4 +115,16 @@ func (l *loaded) Identity() osmv1alpha1.ResolvedPlugin {
 		id.Source = l.Source.Image
 	}
 	return id
+}
+
+// mayPass says a load failure may not repeat: the load ran out of time or memory, or its plugin host died or
+// was killed, or the module is quarantined for a while. Those are PluginFailed, which the controller retries
+// after a pause; a module that is not a plugin at all is PluginInvalid, which waits for a change.
+func mayPass(r runtime.Reason) bool {
+	switch r {
+	case runtime.ReasonTimeout, runtime.ReasonCanceled, runtime.ReasonClosed, runtime.ReasonOutOfMemory,
+		pluginhost.ReasonHostCrashed, pluginhost.ReasonQuarantined:
+		return true
+	}
+	return false
 }
