@@ -79,7 +79,7 @@ func (s Spec) Bytes() []byte {
 var (
 	// SelfRecursiveRender is an osm_render that calls itself without end, in a Spec without extra imports.
 	SelfRecursiveRender = recurse(4)
-	Spin = []byte{0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00}
+	Spin                = []byte{0x03, 0x40, 0x0c, 0x00, 0x0b, 0x41, 0x00}
 	// FillLoop fills all 64 MiB of memory on every iteration.
 	FillLoop = loop(concat(i32c(0), i32c(0), i32c(64<<20), []byte{0xfc, 0x0b, 0x00}))
 	// CopyLoop copies 32 MiB on every iteration.
