@@ -109,11 +109,11 @@ fuzz: plugins ## Fuzz every parser of untrusted input for FUZZTIME each (default
 ##@ Measurements
 
 .PHONY: bench-controller
-bench-controller: plugins controlplane ## Drop-in controller (default profiles, warm plugin cache), OSM_BENCH_MDS (500) MDs: time, peak RSS, CPU, writes per MD.
+bench-controller: plugins controlplane ## Drop-in controller (default profiles, warm plugin cache), OSM_BENCH_MDS (500) MDs over OSM_BENCH_OS (ubuntu): time, process tree's peak RSS and CPU, writes per MD.
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench '^BenchmarkController$$' -benchtime 1x -timeout 60m -v
 
 .PHONY: bench-compare
-bench-compare: plugins controlplane ## Alternate this controller and UPSTREAM=/path/to/osm-controller on fresh control planes; medians and ratios.
+bench-compare: plugins controlplane ## Alternate this controller and UPSTREAM=/path/to/osm-controller on fresh control planes; medians and ratios. OSM_BENCH_OS=ubuntu,flatcar,rhel,rockylinux,amzn2 mixes OSes.
 	@test -n "$(UPSTREAM)" || { echo "usage: make bench-compare UPSTREAM=/path/to/osm-controller (see hack/bench/README.md)"; exit 1; }
 	OSM_BENCH_UPSTREAM="$(abspath $(UPSTREAM))" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x -timeout 180m -v
 

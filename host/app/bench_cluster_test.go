@@ -78,9 +78,9 @@ func (bc *benchCluster) stop(b *testing.B) {
 }
 
 // prepare makes the cluster what a drop-in user has before starting the controller: the user-data namespace
-// with upstream's cloud-init-getter-token Secret, kube-public/cluster-info, and n ubuntu/aws MachineDeployments
-// naming osp-ubuntu (the controller installs that profile itself).
-func (bc *benchCluster) prepare(b *testing.B, n int) []string {
+// with upstream's cloud-init-getter-token Secret, kube-public/cluster-info, and n aws MachineDeployments dealt
+// in turn over oses, each naming its default profile osp-<os> (the controller installs the profiles itself).
+func (bc *benchCluster) prepare(b *testing.B, n int, oses []string) []string {
 	b.Helper()
 	ctx := context.Background()
 	for _, ns := range []string{userDataNS, "kube-public"} {
@@ -104,7 +104,13 @@ func (bc *benchCluster) prepare(b *testing.B, n int) []string {
 	sem := make(chan struct{}, 16)
 	for i := range n {
 		names[i] = fmt.Sprintf("md-%04d", i)
-		md := newMD(b, names[i], "ubuntu", "aws", "osp-ubuntu")
+		osName := oses[i%len(oses)]
+		md := newMD(b, names[i], osName, "aws", "osp-"+osName)
+		if osName == "flatcar" {
+			// Both controllers' osp-flatcar render Ignition, which is what the MachineDeployment asks for.
+			md.Spec.Template.Spec.ProviderSpec.Value.Raw = []byte(strings.Replace(string(md.Spec.Template.Spec.ProviderSpec.Value.Raw),
+				`"operatingSystemSpec":{}`, `"operatingSystemSpec":{"provisioningUtility":"ignition"}`, 1))
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {

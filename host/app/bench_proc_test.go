@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -230,14 +231,82 @@ func smapsSplit(pid int) memSplit {
 	return out
 }
 
-// rssSampler polls a process's resident memory and keeps the smaps split of the largest sample, so the report
-// says where memory was at (or within one sampling period of) the peak.
+// procStat returns a process's own CPU time (utime+stime) and that of its children it has waited for
+// (cutime+cstime), from /proc/<pid>/stat; ok is false once the process is gone.
+func procStat(pid int) (self, reaped time.Duration, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name may contain spaces; the fields after it start after the last ')'.
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 15 {
+		return 0, 0, false
+	}
+	ticks := func(i int) time.Duration {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		return time.Duration(v) * time.Second / clockTicks
+	}
+	return ticks(11) + ticks(12), ticks(13) + ticks(14), true
+}
+
+// descendants lists the live descendants of pid (children of every thread, recursively): our controller's
+// plugin host processes. Upstream's has none.
+func descendants(pid int) []int {
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		for _, t := range tasks {
+			data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))
+			if err != nil {
+				continue
+			}
+			for _, c := range strings.Fields(string(data)) {
+				if cp, err := strconv.Atoi(c); err == nil && !containsInt(out, cp) {
+					out = append(out, cp)
+					queue = append(queue, cp)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// treeCPU is the CPU time the process tree under pid has used so far: the controller's own, that of the
+// children it has reaped (cutime+cstime: a plugin host that was killed or restarted), and that of every live
+// descendant (a long-lived plugin host, which cutime covers only once it has exited) with the children they
+// reaped in turn. A host that exits between the two reads is counted once: either live or reaped.
+func treeCPU(pid int) time.Duration {
+	var total time.Duration
+	for _, p := range descendants(pid) {
+		if self, reaped, ok := procStat(p); ok {
+			total += self + reaped
+		}
+	}
+	self, reaped, _ := procStat(pid)
+	return total + self + reaped
+}
+
+// treeProcs is how many processes the tree under pid has: 1 plus its live descendants.
+func treeProcs(pid int) int { return 1 + len(descendants(pid)) }
+
+// rssSampler polls the resident memory of a process tree (the controller and its plugin hosts) every 50 ms
+// and keeps the largest sum and the smaps split of the tree at it, so the report says where memory was at
+// (or within one sampling period of) the peak. Both controllers are measured this way, so a tree of several
+// processes and a single process are compared alike.
 type rssSampler struct {
 	pid     int
 	peakRSS int
 	peakAt  time.Duration
 	atPeak  memSplit
 	snapRSS int
+	// procs is the most processes the tree had at once; hostHWM the largest VmHWM of a descendant.
+	procs   int
+	hostHWM int
 	stop    chan struct{}
 	done    chan struct{}
 }
@@ -246,7 +315,7 @@ func sampleRSS(pid int, start time.Time) *rssSampler {
 	s := &rssSampler{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		t := time.NewTicker(100 * time.Millisecond)
+		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
 			select {
@@ -254,11 +323,23 @@ func sampleRSS(pid int, start time.Time) *rssSampler {
 				return
 			case <-t.C:
 			}
-			rss := procStatus(pid, "VmRSS")
+			tree := append([]int{pid}, descendants(pid)...)
+			rss := 0
+			for _, p := range tree {
+				rss += procStatus(p, "VmRSS")
+				if p != pid {
+					s.hostHWM = max(s.hostHWM, procStatus(p, "VmHWM"))
+				}
+			}
+			s.procs = max(s.procs, len(tree))
 			// A new split each time the peak grows by 1 MiB or more (reading smaps takes about a millisecond).
 			if rss > s.peakRSS {
 				if rss > s.snapRSS+1024 {
-					s.atPeak, s.snapRSS = smapsSplit(pid), rss
+					var split memSplit
+					for _, p := range tree {
+						split = split.plus(smapsSplit(p))
+					}
+					s.atPeak, s.snapRSS = split, rss
 				}
 				s.peakRSS, s.peakAt = rss, time.Since(start)
 			}
@@ -267,9 +348,33 @@ func sampleRSS(pid int, start time.Time) *rssSampler {
 	return s
 }
 
+func (m memSplit) plus(o memSplit) memSplit {
+	return memSplit{Anon: m.Anon + o.Anon, Guest: m.Guest + o.Guest, AnonExec: m.AnonExec + o.AnonExec, Binary: m.Binary + o.Binary, Files: m.Files + o.Files}
+}
+
 func (s *rssSampler) finish() {
 	close(s.stop)
 	<-s.done
+}
+
+// machineInfo says what the benchmark ran on: figures from different machines are never comparable.
+func machineInfo() string {
+	model := "unknown CPU"
+	if data, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	load := ""
+	if data, err := os.ReadFile("/proc/loadavg"); err == nil {
+		if f := strings.Fields(string(data)); len(f) >= 3 {
+			load = ", load average " + strings.Join(f[:3], " ")
+		}
+	}
+	return fmt.Sprintf("%s, %d cores (GOMAXPROCS %d), %s/%s%s", model, goruntime.NumCPU(), goruntime.GOMAXPROCS(0), goruntime.GOOS, goruntime.GOARCH, load)
 }
 
 func writeTemp(b *testing.B, name string, data []byte) string {

@@ -39,6 +39,7 @@ import (
 // Experiments: OSM_BENCH_OURS_ARGS adds flags, OSM_BENCH_OURS_ENV adds environment (e.g. "GOGC=50").
 func BenchmarkController(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard())
+	printSetup()
 	ours := oursUnderTest(b)
 	runBench(b, ours, 1) // warms the plugin cache and the page cache; not reported
 	var results []benchResult
@@ -59,6 +60,7 @@ func BenchmarkController(b *testing.B) {
 // with that build, run the same way as ours ("baseline"): what one change bought, measured side by side.
 func BenchmarkCompare(b *testing.B) {
 	ctrllog.SetLogger(logr.Discard())
+	printSetup()
 	rounds := 3
 	if v, err := strconv.Atoi(os.Getenv("OSM_BENCH_ROUNDS")); err == nil && v > 0 {
 		rounds = v
@@ -89,6 +91,28 @@ func BenchmarkCompare(b *testing.B) {
 		}
 	}
 	summarize(b, results)
+}
+
+// printSetup says what the benchmark runs on and what it runs.
+func printSetup() {
+	fmt.Printf("machine: %s\nMachineDeployments: %s/aws, dealt in turn over osp-<os> (OSM_BENCH_OS)\n", machineInfo(), strings.Join(benchOSes(), ","))
+}
+
+// benchOSes are the operating systems the MachineDeployments are dealt over, in turn (OSM_BENCH_OS, a comma
+// list; default ubuntu). Each names its default profile, osp-<os>, which both controllers install:
+// ubuntu, flatcar, rhel, rockylinux and amzn2 are default profiles of both.
+func benchOSes() []string {
+	v := os.Getenv("OSM_BENCH_OS")
+	if v == "" {
+		return []string{"ubuntu"}
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func benchSizes() []int {
@@ -184,12 +208,16 @@ type benchResult struct {
 	Done    int
 	// ToAll is from starting the process to the N-th bootstrap Secret; FirstAt to the first.
 	ToAll, FirstAt time.Duration
-	// CPU is user+system time of the controller until the N-th bootstrap Secret; APIServerCPU and EtcdCPU are
-	// the control plane's over the same time. The controller shares the cores with them: what its writes cost
+	// CPU is user+system time of the controller's process tree (the controller, the plugin hosts it runs,
+	// live or exited) until the N-th bootstrap Secret; APIServerCPU and EtcdCPU are the control plane's over
+	// the same time. The controller shares the cores with them: what its writes cost
 	// them is as much a part of its speed as its own CPU.
 	CPU, APIServerCPU, EtcdCPU time.Duration
-	// PeakRSS is VmHWM at the end of the run (after 10 s idle), in KiB.
-	PeakRSS int
+	// PeakRSS is the largest sum of the process tree's VmRSS, sampled every 50 ms until the end of the run
+	// (after 10 s idle), in KiB. ControllerHWM is the controller process's own VmHWM, HostHWM the largest of
+	// its plugin hosts', Procs the most processes the tree had at once.
+	PeakRSS                       int
+	ControllerHWM, HostHWM, Procs int
 	// AtPeak is the smaps split of the largest sampled RSS, and PeakAt when it was sampled.
 	AtPeak memSplit
 	PeakAt time.Duration
@@ -212,7 +240,7 @@ func runBench(b *testing.B, c controllerUnderTest, n int) benchResult {
 		cancel() // ends the watch, so the API server stops at once
 		bc.stop(b)
 	}()
-	mds := bc.prepare(b, n)
+	mds := bc.prepare(b, n, benchOSes())
 	bw := watchBootstrapSecrets(ctx, b, bc.cfg, mds)
 	before := apiServerMetrics(ctx, b, bc.cfg)
 
@@ -262,7 +290,7 @@ wait:
 	for {
 		select {
 		case at := <-bw.all:
-			res.ToAll, res.CPU = at.Sub(start), cpuTime(pid)
+			res.ToAll, res.CPU = at.Sub(start), treeCPU(pid)
 			apiCPU, etcdCPU := bc.controlPlaneCPU()
 			res.APIServerCPU, res.EtcdCPU = apiCPU-apiCPU0, etcdCPU-etcdCPU0
 			break wait
@@ -278,7 +306,7 @@ wait:
 				lastCount, lastProgress = k, time.Now()
 			} else if k > 0 && time.Since(lastProgress) > stallAfter {
 				res.Stalled, res.Done = true, k
-				res.ToAll, res.CPU = time.Since(start), cpuTime(pid)
+				res.ToAll, res.CPU = time.Since(start), treeCPU(pid)
 				break wait
 			}
 			if !traced && bw.count() >= n/10 {
@@ -307,7 +335,8 @@ wait:
 	res.IdleWrites = diffWrites(before, apiServerMetrics(ctx, b, bc.cfg)).total - done.total
 	res.Writes = done
 	rss.finish()
-	res.PeakRSS, res.AtPeak, res.PeakAt = procStatus(pid, "VmHWM"), rss.atPeak, rss.peakAt
+	res.PeakRSS, res.AtPeak, res.PeakAt = rss.peakRSS, rss.atPeak, rss.peakAt
+	res.ControllerHWM, res.HostHWM, res.Procs = procStatus(pid, "VmHWM"), rss.hostHWM, rss.procs
 	m := scrapeController(metricsPort, "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",
 		"osm_render_duration_seconds_count", "osm_render_duration_seconds_sum", "osm_machinedeployment_reconciles_total")
 	res.HeapInuse, res.GoSys = sum(m, "go_memstats_heap_inuse_bytes"), sum(m, "go_memstats_sys_bytes")
@@ -389,7 +418,9 @@ func printResult(r benchResult) {
 	if r.Name == "osm" {
 		fmt.Printf("  renders/MD %.2f (%.0f ms each)  reconciles/MD %.2f", r.Renders, r.RenderMS, r.Reconciles)
 	}
-	fmt.Printf("\n         CPU per MD: controller %.1f ms, kube-apiserver %.1f ms, etcd %.1f ms",
+	fmt.Printf("\n         process tree: %d processes at most; peak RSS is their sum (controller's own VmHWM %.0f MiB, largest plugin host's %.0f MiB)",
+		r.Procs, float64(r.ControllerHWM)/1024, float64(r.HostHWM)/1024)
+	fmt.Printf("\n         CPU per MD: controller tree %.1f ms, kube-apiserver %.1f ms, etcd %.1f ms",
 		perMD(float64(r.CPU.Microseconds()))/1000, perMD(float64(r.APIServerCPU.Microseconds()))/1000, perMD(float64(r.EtcdCPU.Microseconds()))/1000)
 	fmt.Printf("\n         API server time per write %.1f ms; JSON KiB per MD: OSCs %.1f, user-data Secrets %.1f, MachineDeployments %.1f",
 		r.Writes.seconds/max(r.Writes.timed, 1)*1000, r.ObjectKiB["OSCs"], r.ObjectKiB["user-data Secrets"], r.ObjectKiB["MachineDeployments"])
@@ -397,7 +428,7 @@ func printResult(r benchResult) {
 		r.PeakAt.Seconds(), r.AtPeak, r.HeapInuse/(1<<20), r.GoSys/(1<<20), strings.Join(kinds, ", "), r.Log)
 	if out := os.Getenv("OSM_BENCH_OUT"); out != "" {
 		if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
-			line, _ := json.Marshal(map[string]any{"name": r.Name, "n": r.N, "s": r.ToAll.Seconds(), "peak_rss_mib": float64(r.PeakRSS) / 1024,
+			line, _ := json.Marshal(map[string]any{"name": r.Name, "n": r.N, "s": r.ToAll.Seconds(), "peak_rss_mib": float64(r.PeakRSS) / 1024, "controller_hwm_mib": float64(r.ControllerHWM) / 1024, "procs": r.Procs, "os": benchOSes(), "machine": machineInfo(),
 				"cpu_s": r.CPU.Seconds(), "apiserver_cpu_s": r.APIServerCPU.Seconds(), "etcd_cpu_s": r.EtcdCPU.Seconds(), "writes_per_md": perMD(float64(r.Writes.total)), "bytes_per_md": perMD(r.Writes.bytes),
 				"idle_writes": r.IdleWrites, "by_kind": r.Writes.byKind, "renders_per_md": r.Renders, "at_peak_kib": r.AtPeak,
 				"heap_inuse_mib": r.HeapInuse / (1 << 20)})
@@ -426,7 +457,8 @@ func summarize(b *testing.B, results []benchResult) {
 	sort.Ints(sizes)
 	type med struct{ s, rss, cpu, apiCPU, writes, kib float64 }
 	medians := map[key]med{}
-	fmt.Printf("\nmedians (%s):\n", time.Now().Format(time.RFC3339))
+	fmt.Printf("\nmedians (%s; %s; MachineDeployments: %s; CPU and peak RSS of each controller's whole process tree):\n",
+		time.Now().Format(time.RFC3339), machineInfo(), strings.Join(benchOSes(), ","))
 	for _, n := range sizes {
 		for _, name := range []string{"upstream", "baseline", "osm"} {
 			rs := groups[key{name, n}]
@@ -477,6 +509,13 @@ func summarize(b *testing.B, results []benchResult) {
 			if aok && zok {
 				fmt.Printf("  %-8s peak RSS growth N=%d..%d: %.1f KiB per MachineDeployment\n", name, lo, hi, (z.rss-a.rss)*1024/float64(hi-lo))
 			}
+		}
+		ua, uaok := medians[key{"upstream", lo}]
+		uz, uzok := medians[key{"upstream", hi}]
+		oa, oaok := medians[key{"osm", lo}]
+		oz, ozok := medians[key{"osm", hi}]
+		if uaok && uzok && oaok && ozok && uz.rss != ua.rss {
+			fmt.Printf("  N=%d..%d osm vs upstream: %.2fx the peak RSS growth per MachineDeployment\n", lo, hi, (oz.rss-oa.rss)/(uz.rss-ua.rss))
 		}
 	}
 }
