@@ -15,7 +15,6 @@ import (
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
-	"github.com/osmhq/osm/sdk/runtime"
 )
 
 // globals are the settings every command shares, and what a run must release when it ends.
@@ -97,23 +96,6 @@ func (g *globals) source(cmd *cobra.Command, reg *registryFlags) (render.PluginS
 		return local, nil
 	}
 	return &cliSource{manager: m, registry: reg, local: localManager}, nil
-}
-
-// runtime returns a plugin runtime with the controller's production limits (sdk/runtime's defaults), for
-// running modules that are not referenced by a profile.
-func (g *globals) runtime(cmd *cobra.Command) (*runtime.Runtime, error) {
-	log := g.logger(cmd.ErrOrStderr())
-	rt, err := runtime.New(runtime.Config{
-		CacheDir: g.subCacheDir("wazero"),
-		Hooks: runtime.Hooks{Output: func(e runtime.OutputEvent) {
-			log.Info("plugin output", "plugin", e.Plugin, "export", e.Export, "stream", e.Stream, "output", e.Text)
-		}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	g.closers = append(g.closers, func() { _ = rt.Close(context.Background()) })
-	return rt, nil
 }
 
 // ociClient returns a registry client with the settings of reg, caching verified blobs like the controller.

@@ -8,10 +8,13 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"testing/fstest"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -49,9 +52,9 @@ helpers included): --registry-config, else $DOCKER_CONFIG/config.json, else ~/.d
 	return cmd
 }
 
-// pluginModule is a plugin named on the command line, loaded into the sandbox with production limits.
+// pluginModule is a plugin named on the command line, loaded into the plugin host with production limits.
 type pluginModule struct {
-	Module *runtime.Module
+	Module *plugin.Plugin
 	// Wasm is the module's bytes.
 	Wasm []byte
 	// Source is the file, or the reference pinned by digest.
@@ -88,26 +91,28 @@ func (p *pluginCommon) fetch(ctx context.Context, arg string) (*pluginModule, er
 	return &pluginModule{Wasm: art.Module, Source: art.Reference, Artifact: art}, nil
 }
 
-// load fetches arg and loads it into a runtime with the controller's limits; the runtime checks the ABI
-// version, the metadata and the required exports.
+// load fetches arg and loads it into a plugin host process with the controller's limits, through the plugin
+// manager the controller uses: the host checks the ABI version, the metadata and the required exports, and a
+// hostile module can take down only that process, never osmctl.
 func (p *pluginCommon) load(cmd *cobra.Command, arg string) (*pluginModule, error) {
 	pm, err := p.fetch(cmd.Context(), arg)
 	if err != nil {
 		return nil, err
 	}
-	rt, err := p.g.runtime(cmd)
+	m, err := plugin.New(plugin.Config{CacheDir: p.g.cacheDir}, fstest.MapFS{moduleFile: {Data: pm.Wasm}},
+		prometheus.NewRegistry(), p.g.logger(cmd.ErrOrStderr()))
 	if err != nil {
 		return nil, err
 	}
-	name := arg
-	if pm.Artifact != nil {
-		name, _, _ = strings.Cut(pm.Artifact.Reference, "@")
-	}
-	if pm.Module, err = rt.Load(cmd.Context(), name, pm.Wasm); err != nil {
+	p.g.closers = append(p.g.closers, func() { _ = m.Close(context.Background()) })
+	if pm.Module, err = m.Resolve(cmd.Context(), plugin.Reference{Builtin: strings.TrimSuffix(moduleFile, ".wasm")}); err != nil {
 		return nil, pluginError(err)
 	}
 	return pm, nil
 }
+
+// moduleFile is the name a module named on the command line is served under to the plugin manager.
+const moduleFile = "module.wasm"
 
 var wasmMagic = []byte("\x00asm")
 

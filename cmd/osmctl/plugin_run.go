@@ -16,7 +16,7 @@ import (
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/sdk/abi"
-	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/host/plugin"
 )
 
 type pluginRunOptions struct {
@@ -96,7 +96,7 @@ func (o *pluginRunOptions) run(cmd *cobra.Command, p *pluginCommon, arg string) 
 			return err
 		}
 	}
-	resp, err := pm.Module.Render(cmd.Context(), req)
+	resp, err := pm.Module.RenderAsGiven(cmd.Context(), req)
 	if err != nil {
 		return pluginError(err)
 	}
@@ -194,7 +194,7 @@ var errProbed = errors.New("request captured")
 // request and stops the pipeline; for the other stage it passes the template output through, so that stage
 // costs no plugin call and cannot fail the run.
 type probe struct {
-	module  *runtime.Module
+	module  *plugin.Plugin
 	stage   abi.Stage
 	id      osmv1alpha1.ResolvedPlugin
 	request *abi.RenderRequest

@@ -67,6 +67,23 @@ func (p *Plugin) Render(ctx context.Context, req *abi.RenderRequest) (*abi.Rende
 	return &resp, nil
 }
 
+// RenderAsGiven calls osm_render with req as it is, its Config included: for tools that replay a captured or
+// hand-written request (osmctl plugin run).
+func (p *Plugin) RenderAsGiven(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
+	r := *req
+	if r.ABIVersion == "" {
+		r.ABIVersion = abi.Version
+	}
+	var resp abi.RenderResponse
+	if err := p.call(ctx, abi.ExportRender, &r, &resp); err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// Digest is the digest of the module that runs.
+func (p *Plugin) Digest() string { return p.Source.ModuleDigest }
+
 // Validate calls osm_validate with the plugin's config. A plugin without osm_validate accepts every profile
 // its metadata matches, so Validate then returns an empty response.
 func (p *Plugin) Validate(ctx context.Context, req *abi.ValidateRequest) (*abi.ValidateResponse, error) {

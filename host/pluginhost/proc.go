@@ -133,6 +133,7 @@ func (p *proc) read(stdout io.Reader) {
 		switch h.Op {
 		case opEvent:
 			if h.Event != nil {
+				p.progress(h.Event)
 				h.Event.dispatch(p.s.cfg.Hooks)
 			}
 		case opReply:
@@ -177,6 +178,22 @@ func exitText(err error) string {
 		return "exited"
 	}
 	return err.Error()
+}
+
+// progress shortens a load's deadline once its module is compiled: what is left is the osm_metadata call,
+// which gets a call's deadline, not the compile's.
+func (p *proc) progress(e *wireEvent) {
+	if e.Kind != "compiled" || e.Err != nil {
+		return
+	}
+	deadline := time.Now().Add(p.s.cfg.Host.Timeout + p.s.cfg.Grace)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pd := range p.pending {
+		if pd.what == opLoad && pd.digest == e.Digest && deadline.Before(pd.deadline) {
+			pd.deadline = deadline
+		}
+	}
 }
 
 // watch enforces deadlines and the memory bound from outside the host: nothing the guest does inside can

@@ -50,9 +50,10 @@ const (
 // Defaults for Config fields left zero.
 const (
 	DefaultGrace = 2 * time.Second
-	// DefaultLoadTimeout is three default call timeouts: a default plugin loads in 2–4 s cold (compile, snapshot,
-	// metadata) and in a tenth of a second from the disk cache.
-	DefaultLoadTimeout      = 15 * time.Second
+	// DefaultLoadTimeout bounds checking, snapshotting and compiling a module: a default plugin takes 2–4 s
+	// cold on an idle core and a tenth of a second from the disk cache, and a busy machine many times that.
+	// Once compiled, the osm_metadata call that completes a load gets a call's deadline.
+	DefaultLoadTimeout      = time.Minute
 	DefaultMaxRSS           = 768 << 20
 	DefaultWatchInterval    = 100 * time.Millisecond
 	DefaultQuarantineWindow = 10 * time.Minute

@@ -121,12 +121,17 @@ func TestHostileCallsAreKilled(t *testing.T) {
 	}
 }
 
-// TestHostileLoadsAreKilled: the same loop in osm_metadata, which runs when the module loads.
+// TestHostileLoadsAreKilled: the same loop in osm_metadata, which runs when the module loads, once it is
+// compiled: it gets a call's deadline, not the load timeout.
 func TestHostileLoadsAreKilled(t *testing.T) {
-	s := newSupervisor(t, func(c *pluginhost.Config) { c.LoadTimeout = 2 * time.Second })
-	_, err := s.Load(context.Background(), module("spin-metadata", handwasm.Plugin(handwasm.FillLoop, nil, 1024)))
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.LoadTimeout = time.Hour })
+	start := time.Now()
+	_, err := s.Load(context.Background(), module("spin-metadata", handwasm.Plugin(handwasm.HeavyFillLoop, nil, 1024)))
 	if r := reasonOf(err); r != runtime.ReasonTimeout {
 		t.Fatalf("load: %v, want Timeout", err)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the hostile load took %s to fail; timeout 1s, grace 0.5s", took)
 	}
 	if _, err := s.Load(context.Background(), module("hand", handwasm.Plugin(nil, nil, 1))); err != nil {
 		t.Fatalf("next load: %v", err)

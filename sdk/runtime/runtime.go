@@ -322,6 +322,11 @@ func (r *Runtime) newCache() (wazero.CompilationCache, error) {
 	if r.cfg.CacheDir == "" {
 		return wazero.NewCompilationCache(), nil
 	}
+	// wazero's cache key does not cover the loop-header check, so code compiled with and without it is kept
+	// apart.
+	if r.cfg.NoInterrupt {
+		return wazero.NewCompilationCacheWithDir(filepath.Join(r.cfg.CacheDir, "nointerrupt"))
+	}
 	return wazero.NewCompilationCacheWithDir(r.cfg.CacheDir)
 }
 
@@ -343,7 +348,7 @@ func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*compiledPlug
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
 		WithMemoryLimitPages(r.cfg.memoryPages()).
-		WithCloseOnContextDone(true)
+		WithCloseOnContextDone(!r.cfg.NoInterrupt)
 	ctx = experimental.WithCompilationWorkers(ctx, r.cfg.CompileWorkers)
 	compiled, err := extism.NewCompiledPlugin(ctx, extism.Manifest{
 		Wasm: []extism.Wasm{extism.WasmData{Data: wasm, Name: "main"}},
@@ -362,7 +367,7 @@ func (r *Runtime) marker(digest string) string {
 	if r.markerDir == "" {
 		return ""
 	}
-	return filepath.Join(r.markerDir, fmt.Sprintf("%s-%d", digest[len("sha256:"):], r.cfg.memoryPages()))
+	return filepath.Join(r.markerDir, fmt.Sprintf("%s-%d-%t", digest[len("sha256:"):], r.cfg.memoryPages(), r.cfg.NoInterrupt))
 }
 
 // wazeroVersion returns the wazero version linked in, which keys its cache entries as well.
