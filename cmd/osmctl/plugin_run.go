@@ -14,9 +14,9 @@ import (
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/sdk/abi"
-	"github.com/osmhq/osm/host/plugin"
 )
 
 type pluginRunOptions struct {
