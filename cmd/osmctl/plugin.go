@@ -105,7 +105,11 @@ func (p *pluginCommon) load(cmd *cobra.Command, arg string) (*pluginModule, erro
 		return nil, err
 	}
 	p.g.closers = append(p.g.closers, func() { _ = m.Close(context.Background()) })
-	if pm.Module, err = m.Resolve(cmd.Context(), plugin.Reference{Builtin: strings.TrimSuffix(moduleFile, ".wasm")}); err != nil {
+	label := arg
+	if pm.Artifact != nil {
+		label, _, _ = strings.Cut(pm.Artifact.Reference, "@")
+	}
+	if pm.Module, err = m.Resolve(cmd.Context(), plugin.Reference{Builtin: strings.TrimSuffix(moduleFile, ".wasm"), Label: label}); err != nil {
 		return nil, pluginError(err)
 	}
 	return pm, nil

@@ -33,6 +33,9 @@ type Reference struct {
 	Image string
 	// Config is the profile's spec.plugin.config; it is checked against the plugin's schema and defaulted.
 	Config map[string]string
+	// Label names a built-in module in errors, logs and metrics instead of Builtin: for tools that serve a file
+	// or an image as a built-in (osmctl names it by its path or reference).
+	Label string
 	// PullSecret is the content of a kubernetes.io/dockerconfigjson Secret (its .dockerconfigjson key) for a
 	// private registry, or nil.
 	PullSecret []byte
@@ -268,8 +271,8 @@ type MappedFS interface {
 // builtinSource is how the plugin host gets the embedded plugin name: its bytes, sent over the pipe. Built-ins
 // in mapped memory are sent in place and their pages dropped right after, so a module's 4.5 MB never sit on
 // the controller's heap.
-func (m *Manager) builtinSource(name, digest string) pluginhost.Module {
-	return pluginhost.Module{Name: name, Digest: digest, Bytes: func() ([]byte, func(), error) {
+func (m *Manager) builtinSource(name, label, digest string) pluginhost.Module {
+	return pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Bytes: func() ([]byte, func(), error) {
 		if mapped, ok := m.builtins.(MappedFS); ok && fs.ValidPath(name) && !strings.Contains(name, "/") {
 			if wasm, release, ok := mapped.Mapped(name + ".wasm"); ok {
 				return wasm, release, nil
