@@ -50,6 +50,8 @@ type Output struct {
 	machineDeployment string
 	distUpgrade       bool
 	machineState      *machine
+	// deferred is the provisioning stage's DeferredCommands (see appendDeferred).
+	deferred *deferredCommands
 }
 
 type crConfig struct {
@@ -114,10 +116,14 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		if err != nil {
 			return nil, err
 		}
+		cfg = m.identity.apply(cfg) // the real names in place of what plugins saw (identity.go)
 		if err := nodeconfig.Check(cfg); err != nil {
 			return nil, withReason(osmv1alpha1.ReasonRenderFailed, fmt.Errorf("%s stage: %w", st.stage, err))
 		}
 		out.stages[st.stage] = cfg
+	}
+	for i, w := range out.Warnings {
+		out.Warnings[i] = m.identity.replace(w)
 	}
 	if plugin != nil {
 		id := plugin.Identity()
@@ -172,7 +178,11 @@ func (o *Output) renderStage(ctx context.Context, r *Renderer, m *machine, stage
 			return nil, err
 		}
 	}
-	return o.applyExtensions(ctx, r, m, stage, cfg, data, budget, guard)
+	if cfg, err = o.applyExtensions(ctx, r, m, stage, cfg, data, budget, guard); err != nil {
+		return nil, err
+	}
+	o.appendDeferred(stage, cfg, m.utility)
+	return cfg, nil
 }
 
 // completeStage adds what upstream OSM adds to every profile's output: the SSH keys, the RHEL subscription
@@ -258,6 +268,7 @@ func (r *Renderer) plugin(ctx context.Context, m *machine) (Plugin, error) {
 }
 
 func (o *Output) callRender(ctx context.Context, m *machine, p Plugin, config map[string]string, rc abi.RenderContext, stage abi.Stage, in *abi.NodeConfig) (*abi.NodeConfig, error) {
+	rc, in = m.identity.forPlugin(p.Metadata(), rc, in)
 	req := &abi.RenderRequest{
 		ABIVersion:          abi.Version,
 		Stage:               stage,
@@ -271,6 +282,7 @@ func (o *Output) callRender(ctx context.Context, m *machine, p Plugin, config ma
 		return nil, withReason(osmv1alpha1.ReasonPluginFailed, err)
 	}
 	o.Warnings = append(o.Warnings, resp.Warnings...)
+	o.noteDeferred(stage, resp)
 	cfg := resp.Config
 	return &cfg, nil
 }

@@ -87,6 +87,11 @@ type Metadata struct {
 	CloudProviders []string `json:"cloudProviders"`
 	// ConfigSchema describes the keys the plugin accepts in OSP spec.plugin.config.
 	ConfigSchema []ConfigOption `json:"configSchema,omitempty"`
+	// RealIdentity asks for the MachineDeployment's real name, namespace and revision in every request. Without
+	// it the host may hand the plugin IdentityPlaceholders for them and substitute the real values into what it
+	// returns, which lets it render MachineDeployments that differ only in those once. Set it when the plugin
+	// computes on them (cuts, hashes, compares) instead of only copying them into its output.
+	RealIdentity bool `json:"realIdentity,omitempty"`
 	// Exports lists the ABI functions the plugin implements. The SDK's guest package fills it in, because a
 	// Go plugin built with it always links all four export symbols and answers the ones it does not implement
 	// with an error. When it is empty the host goes by the module's export table alone.
@@ -209,6 +214,20 @@ type RenderResponse struct {
 	Config     NodeConfig `json:"config"`
 	// Warnings are shown to the operator as events; they do not fail the render.
 	Warnings []string `json:"warnings,omitempty"`
+	// DeferredCommands, in a provisioning stage's response, says that the provisioning utility will not run some
+	// of the configuration's command modules when the bootstrap applies it, and that the node runs them from a
+	// script instead. Commands added after this plugin ran (by the profile's later plugins or by extensions) are
+	// appended to that script by the host, so that they run wherever the plugin's own do.
+	DeferredCommands *DeferredCommands `json:"deferredCommands,omitempty"`
+}
+
+// DeferredCommands names the script the node runs once it is set up, and the modules whose commands belong in it.
+type DeferredCommands struct {
+	// Path is the script, a file of the configuration (or one the host adds, mode 0700, when it is absent).
+	Path string `json:"path"`
+	// BootCMD and RunCMD are the modules the provisioning utility does not run.
+	BootCMD bool `json:"bootcmd,omitempty"`
+	RunCMD  bool `json:"runcmd,omitempty"`
 }
 
 // ValidateRequest is the input of osm_validate, called by the admission webhook for each profile that uses

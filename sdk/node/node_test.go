@@ -328,7 +328,7 @@ func TestMergeKeepsTheProfilesInput(t *testing.T) {
 	if got := file(t, cfg, node.ProvisioningCommandsPath); !strings.Contains(got, "\necho run\n") || strings.Contains(got, "echo boot") {
 		t.Errorf("provisioning commands = %q", got)
 	}
-	if !strings.Contains(file(t, cfg, node.SetupScriptPath), node.ProvisioningCommandsPath+" ||") {
+	if !strings.Contains(file(t, cfg, node.SetupScriptPath), "then "+node.ProvisioningCommandsPath+" ||") {
 		t.Errorf("osm-setup does not run the provisioning commands")
 	}
 }

@@ -53,10 +53,12 @@ func (p *Plugin) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 		return nil, err
 	}
 	cfg := Merge(own, &req.Input)
+	resp := &abi.RenderResponse{}
 	if req.Stage == abi.StageProvisioning {
-		FinishProvisioning(r, cfg)
+		resp.DeferredCommands = FinishProvisioning(r, cfg)
 	}
-	return &abi.RenderResponse{Config: *cfg}, nil
+	resp.Config = *cfg
+	return resp, nil
 }
 
 // Validate checks a profile at admission time: its plugin config, OS version, provisioning utility and cloud

@@ -9,16 +9,30 @@ import (
 // FinishProvisioning completes the merged provisioning configuration with the setup script, unless the
 // profile's templates provide their own, and with the provisioning commands the provisioning utility will
 // not run (see OS.UnrunModules).
-func FinishProvisioning(r *Request, cfg *abi.NodeConfig) {
+//
+// It returns what the response's DeferredCommands says (nil when the utility runs every command module), so that
+// the host adds the commands of extensions and later plugins to the same script.
+func FinishProvisioning(r *Request, cfg *abi.NodeConfig) *abi.DeferredCommands {
+	var deferred *abi.DeferredCommands
+	if r.OS.UnrunModules != nil {
+		if bootcmd, runcmd := r.OS.UnrunModules(r); bootcmd || runcmd {
+			deferred = &abi.DeferredCommands{Path: ProvisioningCommandsPath, BootCMD: bootcmd, RunCMD: runcmd}
+		}
+	}
 	commands := unrunCommands(r, cfg)
 	if len(commands) > 0 && cfg.File(ProvisioningCommandsPath) == nil {
-		cfg.Files = append(cfg.Files, abi.PlainFile(ProvisioningCommandsPath, 0o700,
-			"#!/bin/sh\n# Provisioning commands of the OperatingSystemConfig that "+r.Utility()+" does not run when osm-bootstrap\n"+
-				"# applies the configuration; osm-setup runs them once the node is set up.\n"+strings.Join(commands, "\n")+"\n"))
+		cfg.Files = append(cfg.Files, abi.PlainFile(ProvisioningCommandsPath, 0o700, ProvisioningCommandsHeader(r.Utility())+strings.Join(commands, "\n")+"\n"))
 	}
 	if cfg.File(SetupScriptPath) == nil {
-		cfg.Files = append(cfg.Files, abi.PlainFile(SetupScriptPath, 0o700, setupScript(r, cfg, len(commands) > 0)))
+		cfg.Files = append(cfg.Files, abi.PlainFile(SetupScriptPath, 0o700, setupScript(r, cfg, deferred != nil || len(commands) > 0)))
 	}
+	return deferred
+}
+
+// ProvisioningCommandsHeader starts the script of ProvisioningCommandsPath.
+func ProvisioningCommandsHeader(utility string) string {
+	return "#!/bin/sh\n# Provisioning commands of the OperatingSystemConfig that " + utility + " does not run when osm-bootstrap\n" +
+		"# applies the configuration; osm-setup runs them once the node is set up.\n"
 }
 
 func unrunCommands(r *Request, cfg *abi.NodeConfig) []string {
@@ -104,8 +118,9 @@ done
 
 	activation(s, cfg)
 	if hasCommands {
-		s.Section("Provisioning commands of the profile.")
-		s.Line(ProvisioningCommandsPath + ` || log "the provisioning commands of ` + ProvisioningCommandsPath + ` failed (exit $?)"`)
+		// The host may add the script after the plugin rendered (commands of extensions), so osm-setup looks for it.
+		s.Section("Provisioning commands of the profile and its extensions.")
+		s.Line(`if [ -f ` + ProvisioningCommandsPath + ` ]; then ` + ProvisioningCommandsPath + ` || log "the provisioning commands of ` + ProvisioningCommandsPath + ` failed (exit $?)"; fi`)
 	}
 	s.Section("Done; " + SetupUnit + " does not run again.")
 	s.Line("mkdir -p " + dir(SetupDone))

@@ -133,6 +133,8 @@ func decMetadataField(d *decoder, p *abi.Metadata, key []byte, depth int) error 
 		return func(d *decoder, p *[]abi.ConfigOption, depth int) error {
 			return decSlice(d, p, decConfigOption, depth)
 		}(d, &p.ConfigSchema, depth+1)
+	case len(key) == 12 && word(key, 0) == 0x6e6564496c616572 && tail(key, 8) == 0x79746974: // realIdentity
+		return decBool[bool](d, &p.RealIdentity, depth+1)
 	case len(key) == 7 && tail(key, 0) == 0x7374726f707865: // exports
 		return func(d *decoder, p *[]string, depth int) error { return decSlice(d, p, decStr[string], depth) }(d, &p.Exports, depth+1)
 	}
@@ -157,6 +159,8 @@ func decMetadataField(d *decoder, p *abi.Metadata, key []byte, depth int) error 
 		return func(d *decoder, p *[]abi.ConfigOption, depth int) error {
 			return decSlice(d, p, decConfigOption, depth)
 		}(d, &p.ConfigSchema, depth+1)
+	case "REALIDENTITY":
+		return decBool[bool](d, &p.RealIdentity, depth+1)
 	case "EXPORTS":
 		return func(d *decoder, p *[]string, depth int) error { return decSlice(d, p, decStr[string], depth) }(d, &p.Exports, depth+1)
 	}
@@ -207,6 +211,13 @@ func encMetadata(e *encoder, p *abi.Metadata) error {
 		e.comma(&first)
 		e.buf = append(e.buf, "\"configSchema\":"...)
 		if err := func(e *encoder, p *[]abi.ConfigOption) error { return encSlice(e, p, encConfigOption) }(e, &p.ConfigSchema); err != nil {
+			return err
+		}
+	}
+	if p.RealIdentity {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"realIdentity\":"...)
+		if err := encBool[bool](e, &p.RealIdentity); err != nil {
 			return err
 		}
 	}
@@ -2016,6 +2027,10 @@ func decRenderResponseField(d *decoder, p *abi.RenderResponse, key []byte, depth
 		return decNodeConfig(d, &p.Config, depth+1)
 	case len(key) == 8 && word(key, 0) == 0x73676e696e726177: // warnings
 		return func(d *decoder, p *[]string, depth int) error { return decSlice(d, p, decStr[string], depth) }(d, &p.Warnings, depth+1)
+	case len(key) == 16 && word(key, 0) == 0x6465727265666564 && word(key, 8) == 0x73646e616d6d6f43: // deferredCommands
+		return func(d *decoder, p **abi.DeferredCommands, depth int) error {
+			return decPtr(d, p, decDeferredCommands, depth)
+		}(d, &p.DeferredCommands, depth+1)
 	}
 	switch foldName(string(key)) {
 	case "ABIVERSION":
@@ -2024,6 +2039,10 @@ func decRenderResponseField(d *decoder, p *abi.RenderResponse, key []byte, depth
 		return decNodeConfig(d, &p.Config, depth+1)
 	case "WARNINGS":
 		return func(d *decoder, p *[]string, depth int) error { return decSlice(d, p, decStr[string], depth) }(d, &p.Warnings, depth+1)
+	case "DEFERREDCOMMANDS":
+		return func(d *decoder, p **abi.DeferredCommands, depth int) error {
+			return decPtr(d, p, decDeferredCommands, depth)
+		}(d, &p.DeferredCommands, depth+1)
 	}
 	return d.skip(depth + 1)
 }
@@ -2045,6 +2064,76 @@ func encRenderResponse(e *encoder, p *abi.RenderResponse) error {
 		e.comma(&first)
 		e.buf = append(e.buf, "\"warnings\":"...)
 		if err := func(e *encoder, p *[]string) error { return encSlice(e, p, encStr[string]) }(e, &p.Warnings); err != nil {
+			return err
+		}
+	}
+	if p.DeferredCommands != nil {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"deferredCommands\":"...)
+		if err := func(e *encoder, p **abi.DeferredCommands) error { return encPtr(e, p, encDeferredCommands) }(e, &p.DeferredCommands); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
+	_ = first
+	return nil
+}
+
+var typeDeferredCommands = reflect.TypeFor[abi.DeferredCommands]()
+
+func decDeferredCommands(d *decoder, p *abi.DeferredCommands, depth int) error {
+	more, err := d.openObject(typeDeferredCommands, depth)
+	for more && err == nil {
+		var key []byte
+		if key, err = d.memberKey(); err != nil {
+			break
+		}
+		if err = decDeferredCommandsField(d, p, key, depth); err == nil {
+			more, err = d.nextMember()
+		}
+	}
+	return err
+}
+
+func decDeferredCommandsField(d *decoder, p *abi.DeferredCommands, key []byte, depth int) error {
+	switch {
+	case len(key) == 4 && tail(key, 0) == 0x68746170: // path
+		return decStr[string](d, &p.Path, depth+1)
+	case len(key) == 7 && tail(key, 0) == 0x646d63746f6f62: // bootcmd
+		return decBool[bool](d, &p.BootCMD, depth+1)
+	case len(key) == 6 && tail(key, 0) == 0x646d636e7572: // runcmd
+		return decBool[bool](d, &p.RunCMD, depth+1)
+	}
+	switch foldName(string(key)) {
+	case "PATH":
+		return decStr[string](d, &p.Path, depth+1)
+	case "BOOTCMD":
+		return decBool[bool](d, &p.BootCMD, depth+1)
+	case "RUNCMD":
+		return decBool[bool](d, &p.RunCMD, depth+1)
+	}
+	return d.skip(depth + 1)
+}
+
+func encDeferredCommands(e *encoder, p *abi.DeferredCommands) error {
+	e.buf = append(e.buf, '{')
+	first := true
+	e.comma(&first)
+	e.buf = append(e.buf, "\"path\":"...)
+	if err := encStr[string](e, &p.Path); err != nil {
+		return err
+	}
+	if p.BootCMD {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"bootcmd\":"...)
+		if err := encBool[bool](e, &p.BootCMD); err != nil {
+			return err
+		}
+	}
+	if p.RunCMD {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"runcmd\":"...)
+		if err := encBool[bool](e, &p.RunCMD); err != nil {
 			return err
 		}
 	}
