@@ -204,7 +204,7 @@ func bootAndJoin(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfi
 		checkCSR(t, c, csr, bootstrapUser, nodeName)
 	})
 	if site != nil {
-		t.Run("the site extension is on the node: files, sysctl and CA trust", func(t *testing.T) {
+		t.Run("the site extension is on the node: files, bootcmd and runcmd effects, sysctl and CA trust", func(t *testing.T) {
 			checkSiteExtension(t, n, site, sysctl)
 		})
 	}

@@ -22,6 +22,9 @@ import (
 // that finding it in the kernel proves the node applied the extension's file.
 const siteSysctl, siteSysctlValue = "vm/max_map_count", "262147"
 
+// The files the site extension's bootcmd and runcmd write on the node.
+const extensionBootcmdFile, extensionRuncmdFile = "/var/lib/osm-e2e/extension-bootcmd", "/var/lib/osm-e2e/extension-runcmd"
+
 // applySiteExtension creates deploy/examples/extension-site.yaml for osp before the node's MachineDeployment,
 // without its package installation (the e2e node has no package mirror) and with the distinctive sysctl value.
 func applySiteExtension(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile) *osmv1alpha1.OperatingSystemProfileExtension {
@@ -40,6 +43,9 @@ func applySiteExtension(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSyst
 		}
 	}
 	cfg.CloudInitModules.RunCMD = slices.DeleteFunc(cfg.CloudInitModules.RunCMD, func(s string) bool { return strings.Contains(s, "apt-get") })
+	// Commands whose only trace is what they write: the node ran them, with a shell (the content is computed).
+	cfg.CloudInitModules.BootCMD = append(cfg.CloudInitModules.BootCMD, "mkdir -p "+filepath.Dir(extensionBootcmdFile)+` && echo "bootcmd $((6*7))" >`+extensionBootcmdFile)
+	cfg.CloudInitModules.RunCMD = append(cfg.CloudInitModules.RunCMD, "mkdir -p "+filepath.Dir(extensionRuncmdFile)+` && echo "runcmd $((6*7))" >`+extensionRuncmdFile)
 	if err := c.c.Create(context.Background(), x); err != nil {
 		t.Fatalf("creating the site extension: %v", err)
 	}
@@ -71,8 +77,9 @@ func readSiteSysctl(n *node) siteSysctlState {
 	return siteSysctlState{before: strings.TrimSpace(n.sysctls["/proc/sys/"+siteSysctl]), running: strings.TrimSpace(v), err: err}
 }
 
-// checkSiteExtension: the extension's files are on the node, its sysctl was in force, and its CA is in the
-// node's trust store (update-ca-certificates ran before containerd started).
+// checkSiteExtension: the extension's files are on the node, its bootcmd and runcmd ran (cloud-init's init stage
+// runs bootcmd; runcmd, which that stage skips, runs from osm-setup's provisioning commands), its sysctl was in
+// force, and its CA is in the node's trust store (update-ca-certificates ran before containerd started).
 func checkSiteExtension(t *testing.T, n *node, x *osmv1alpha1.OperatingSystemProfileExtension, sysctl siteSysctlState) {
 	for _, f := range x.Spec.ProvisioningConfig.Files {
 		got := n.file(f.Path)
@@ -82,6 +89,11 @@ func checkSiteExtension(t *testing.T, n *node, x *osmv1alpha1.OperatingSystemPro
 	}
 	if sysctl.err != nil || sysctl.running != siteSysctlValue || sysctl.before == "" || sysctl.before == siteSysctlValue {
 		t.Errorf("sysctl %s: %q before the node, %q while it ran (%v); want the node to have set %s", siteSysctl, sysctl.before, sysctl.running, sysctl.err, siteSysctlValue)
+	}
+	for path, want := range map[string]string{extensionBootcmdFile: "bootcmd 42\n", extensionRuncmdFile: "runcmd 42\n"} {
+		if got := n.file(path); !got.exists || string(got.content) != want {
+			t.Errorf("%s on the node: exists %v, content %q; want %q, written by the extension's command", path, got.exists, got.content, want)
+		}
 	}
 	caLine := "MIIBJDCB16ADAgECAgEBMAUGAytlcDAaMRgwFgYDVQQDEw9FeGFtcGxlIFNpdGUg"
 	if bundle := n.file("/etc/ssl/certs/ca-certificates.crt"); !strings.Contains(string(bundle.content), caLine) {
