@@ -114,7 +114,7 @@ func (s *Supervisor) startProc(role string) (*proc, error) {
 // untrusted code.
 func hostEnv(cfgJSON string) []string {
 	env := []string{envConfig + "=" + cfgJSON}
-	for _, k := range []string{"GOMAXPROCS", "GOGC", "GODEBUG", "GORACE", "GOTRACEBACK", "TMPDIR", "HOME"} {
+	for _, k := range []string{"GOMAXPROCS", "GOGC", "GODEBUG", "GORACE", "GOTRACEBACK", "TMPDIR", "HOME", envCPUProfile} {
 		if v, ok := os.LookupEnv(k); ok {
 			env = append(env, k+"="+v)
 		}
@@ -244,10 +244,21 @@ func (p *proc) kill(d *death) {
 	_ = p.cmd.Process.Kill()
 }
 
-// stop ends a host that is no longer wanted.
+// stop ends a host that is no longer wanted: its input closes, which ends it, and a host that has not
+// ended a second later is killed.
 func (p *proc) stop(cause string) {
-	p.kill(&death{cause: cause, reason: runtime.ReasonClosed, culprits: map[uint64]bool{}})
-	<-p.dead
+	p.mu.Lock()
+	if p.death == nil {
+		p.death = &death{cause: cause, reason: runtime.ReasonClosed, culprits: map[uint64]bool{}}
+	}
+	p.mu.Unlock()
+	_ = p.in.Close()
+	select {
+	case <-p.dead:
+	case <-time.After(time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.dead
+	}
 }
 
 // soleCulprit blames the only operation in flight, if there is exactly one: a death with one operation
@@ -389,6 +400,9 @@ func (p *proc) call(ctx context.Context, m Module, export string, in []byte) ([]
 			return nil, err
 		}
 		if h.Err == nil {
+			if called := p.s.cfg.Hooks.Called; called != nil {
+				called(runtime.CallEvent{Plugin: h.Plugin, Digest: m.Digest, Export: export, Duration: time.Duration(h.Seconds * float64(time.Second))})
+			}
 			return out, nil
 		}
 		if h.Err.Reason != reasonNotLoaded {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
@@ -18,6 +19,10 @@ import (
 // envConfig names the environment variable that turns a process into a plugin host: it holds the host's
 // HostConfig as JSON. The supervisor sets it on the child it starts, and only there.
 const envConfig = "OSM_PLUGIN_HOST_CONFIG"
+
+// envCPUProfile, set in the controller's environment, makes its plugin hosts write a CPU profile there until
+// they end.
+const envCPUProfile = "OSM_PLUGIN_HOST_CPUPROFILE"
 
 // HostConfig is what a plugin host process runs with.
 type HostConfig struct {
@@ -59,6 +64,14 @@ func hostMain(cfgJSON string) int {
 		fmt.Fprintln(os.Stderr, "plugin host:", err)
 		return 2
 	}
+	// A CPU profile of the host, for diagnosis: the controller's own -pprof-address does not see this process.
+	if path := os.Getenv(envCPUProfile); path != "" {
+		if f, err := os.Create(path); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
 	if err := Serve(os.Stdin, os.Stdout, cfg); err != nil && !errors.Is(err, io.EOF) {
 		fmt.Fprintln(os.Stderr, "plugin host:", err)
 		return 1
@@ -98,6 +111,9 @@ func Serve(r io.Reader, w io.Writer, cfg HostConfig) error {
 			},
 			CacheHit: func(l runtime.CacheLayer) { send(&wireEvent{Kind: "cacheHit", Layer: l}) },
 			Called: func(e runtime.CallEvent) {
+				if e.Err == nil && e.Export != abi.ExportMetadata {
+					return // a successful call's duration travels in its reply (serveOne), saving a frame
+				}
 				ev := &wireEvent{Kind: "called", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Seconds: e.Duration.Seconds(), Memory: e.Memory}
 				if e.Err != nil {
 					ev.Err = toWire(e.Err)
@@ -152,11 +168,13 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 			reply.Err = &wireError{Digest: h.Digest, Export: h.Export, Reason: reasonNotLoaded, Detail: "module not loaded in this plugin host"}
 			break
 		}
+		began := time.Now()
 		out, err := mod.Call(ctx, h.Export, payload)
 		if err != nil {
 			reply.Err = toWire(err)
 			break
 		}
+		reply.Plugin, reply.Seconds = mod.Name(), time.Since(began).Seconds()
 		result = out
 	case opUnload:
 		_ = rt.Unload(ctx, h.Digest)

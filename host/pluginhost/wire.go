@@ -50,6 +50,9 @@ type header struct {
 	Exports  []string        `json:"exports,omitempty"`
 	// Event is a runtime hook event.
 	Event *wireEvent `json:"event,omitempty"`
+	// Plugin and Seconds, in a successful call's reply, stand for its runtime.CallEvent.
+	Plugin  string  `json:"plugin,omitempty"`
+	Seconds float64 `json:"seconds,omitempty"`
 }
 
 // wireError carries a *runtime.Error across the boundary.
@@ -139,18 +142,26 @@ func (fw *frameWriter) write(h *header, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	var prefix [8]byte
-	binary.BigEndian.PutUint32(prefix[:4], uint32(len(hb)))
-	binary.BigEndian.PutUint32(prefix[4:], uint32(len(payload)))
+	// One write per frame up to a megabyte (a call's request or response): each write is a system call and
+	// a wake-up on the other side. Modules go in two.
+	inline := len(payload) <= 1<<20
+	n := 8 + len(hb)
+	if inline {
+		n += len(payload)
+	}
+	buf := make([]byte, 8, n)
+	binary.BigEndian.PutUint32(buf[:4], uint32(len(hb)))
+	binary.BigEndian.PutUint32(buf[4:], uint32(len(payload)))
+	buf = append(buf, hb...)
+	if inline {
+		buf = append(buf, payload...)
+	}
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
-	if _, err := fw.w.Write(prefix[:]); err != nil {
+	if _, err := fw.w.Write(buf); err != nil {
 		return err
 	}
-	if _, err := fw.w.Write(hb); err != nil {
-		return err
-	}
-	if len(payload) > 0 {
+	if !inline {
 		_, err = fw.w.Write(payload)
 	}
 	return err
