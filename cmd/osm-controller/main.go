@@ -289,6 +289,7 @@ func run(f *flags) error {
 		MetricsAddress:            f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts,
 		Build:   version, Logger: log,
+		Preflight: true,
 	})
 	if err != nil {
 		return err

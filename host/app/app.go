@@ -72,6 +72,9 @@ type Options struct {
 	Build string
 	// Logger is the root logger.
 	Logger logr.Logger
+	// Preflight checks, before anything starts, that the API servers serve OSM's kinds and that the controller
+	// may do what it does, and fails with every missing piece named (see Preflight). cmd/osm-controller sets it.
+	Preflight bool
 	// InProcessRestart allows a second controller in the same process, as tests that restart it need;
 	// controller-runtime otherwise refuses duplicate controller names.
 	InProcessRestart bool
@@ -79,6 +82,11 @@ type Options struct {
 
 // New builds the manager with every controller and webhook registered. Start it with mgr.Start.
 func New(ctx context.Context, o Options) (ctrl.Manager, error) {
+	if o.Preflight {
+		if err := preflight(ctx, o); err != nil {
+			return nil, err
+		}
+	}
 	workerCfg := o.Worker
 	separate := workerCfg != nil
 	if !separate {
