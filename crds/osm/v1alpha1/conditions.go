@@ -12,6 +12,41 @@ const (
 	ConditionRendered = "Rendered"
 	// ConditionSecretsWritten is true when the bootstrap and provisioning Secrets match the rendered output.
 	ConditionSecretsWritten = "SecretsWritten"
+	// ConditionDrifted is true when the machines of the MachineDeployment's current revision were provisioned
+	// from a configuration other than the one OSM renders now (status.drift says since when and which inputs
+	// changed; docs/drift.md). Reasons: ReasonConfigurationChanged (True), ReasonInSync (False).
+	ConditionDrifted = "Drifted"
+	// ConditionRollingOut says what OSM does about drift under the MachineDeployment's rollout policy
+	// (osm.k8c.io/rollout-policy). True while a rollout OSM started is under way (ReasonRolloutInProgress);
+	// False with ReasonRolloutManual, ReasonRolloutQueued, ReasonRolloutWindowClosed, ReasonRolloutRenderNotReady
+	// or ReasonRolloutFinished otherwise. Absent when there never was anything to roll out.
+	ConditionRollingOut = "RollingOut"
+)
+
+// Reasons of the Drifted and RollingOut conditions.
+const (
+	// ReasonInSync means the machines of the current revision were provisioned from what OSM renders now.
+	ReasonInSync = "InSync"
+	// ReasonConfigurationChanged means a re-render without a new MachineDeployment revision changed the
+	// configuration: only machines created from now on get it. The message names the inputs that changed.
+	ReasonConfigurationChanged = "ConfigurationChanged"
+	// ReasonRolloutManual means the rollout policy is manual (the default): OSM reports drift and does
+	// nothing else; an operator rolls the machines (docs/drift.md).
+	ReasonRolloutManual = "RolloutManual"
+	// ReasonRolloutQueued means the policy is rollout and the MachineDeployment waits for one of the
+	// -rollout-max-concurrent rollouts under way to finish.
+	ReasonRolloutQueued = "RolloutQueued"
+	// ReasonRolloutWindowClosed means the policy is rollout and the maintenance window
+	// (osm.k8c.io/rollout-window or -rollout-window) is closed; the message says when it opens.
+	ReasonRolloutWindowClosed = "RolloutWindowClosed"
+	// ReasonRolloutRenderNotReady means the policy is rollout but the current configuration did not render
+	// and write (Ready is not True): a rollout never starts for a render that failed.
+	ReasonRolloutRenderNotReady = "RolloutRenderNotReady"
+	// ReasonRolloutInProgress means OSM changed the MachineDeployment's template (annotation
+	// osm.k8c.io/rollout in spec.template.metadata) and machine-controller replaces its machines.
+	ReasonRolloutInProgress = "RolloutInProgress"
+	// ReasonRolloutFinished means the rollout OSM started finished: every replica is updated and available.
+	ReasonRolloutFinished = "RolloutFinished"
 )
 
 // Condition reasons.

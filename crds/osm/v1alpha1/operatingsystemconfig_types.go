@@ -17,6 +17,7 @@ import (
 // +kubebuilder:printcolumn:name="Cloud",type=string,JSONPath=`.spec.cloudProvider.name`
 // +kubebuilder:printcolumn:name="Utility",type=string,JSONPath=`.spec.provisioningUtility`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OperatingSystemConfig struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -70,7 +71,7 @@ type OperatingSystemConfigStatus struct {
 	// an OSC's spec. Later generations count status writes (there is no status subresource).
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions are the configuration's conditions: Ready, Rendered and SecretsWritten.
+	// Conditions are the configuration's conditions: Ready, Rendered, SecretsWritten, Drifted and RollingOut.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -102,6 +103,35 @@ type OperatingSystemConfigStatus struct {
 	// ProvisioningSize is the size in bytes of the provisioning user-data.
 	// +optional
 	ProvisioningSize int64 `json:"provisioningSize,omitempty"`
+	// Drift is set while the machines of the MachineDeployment's current revision were provisioned from a
+	// configuration other than this one (docs/drift.md); the Drifted condition says the same.
+	// +optional
+	Drift *ConfigDrift `json:"drift,omitempty"`
+}
+
+// ConfigDrift says since when and why the machines of a MachineDeployment revision run a configuration other
+// than the one OSM renders now. Machines of a revision are provisioned from the user-data as it was when the
+// revision got its first render; a re-render without a new revision (a profile bump, a new plugin, an
+// extension, a changed controller flag or CA) only reaches machines created afterwards.
+type ConfigDrift struct {
+	// Since is when the configuration first differed from the revision's.
+	Since metav1.Time `json:"since"`
+	// Revision is the MachineDeployment revision whose machines drifted.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+	// Inputs are the render inputs that changed since the revision's first render: profile, plugin,
+	// extensions, flags, ca, cluster, machineDeployment, build.
+	// +optional
+	Inputs []string `json:"inputs,omitempty"`
+	// ProvisionedDigest is the digest of the configuration the revision's machines were provisioned from.
+	// +optional
+	ProvisionedDigest string `json:"provisionedDigest,omitempty"`
+	// CurrentDigest is the digest of this configuration, the one a rollout would bring.
+	// +optional
+	CurrentDigest string `json:"currentDigest,omitempty"`
+	// ProvisionedProfileVersion is the profile version the revision's machines were provisioned from.
+	// +optional
+	ProvisionedProfileVersion string `json:"provisionedProfileVersion,omitempty"`
 }
 
 // OperatingSystemConfigList is a list of OperatingSystemConfigs.
