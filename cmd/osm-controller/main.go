@@ -60,6 +60,8 @@ type flags struct {
 	qps                             float64
 	burst                           int
 	node                            render.NodeFlags
+	rolloutMaxConcurrent            int
+	rolloutWindow                   string
 }
 
 func (f *flags) register(fs *flag.FlagSet) {
@@ -89,6 +91,8 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.bootstrapTokenTTL, "bootstrap-token-ttl", credentials.DefaultBootstrapTokenTTL, "Lifetime of bootstrap tokens; extended while the MachineDeployment exists.")
 	fs.Float64Var(&f.qps, "kube-api-qps", 0, "Client-side limit of queries per second to each API server; 0 or less: no client-side limit, as upstream OSM (controller-runtime's default). The workers bound the concurrent requests, and the API server's priority and fairness protects it.")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server when -kube-api-qps is set.")
+	fs.IntVar(&f.rolloutMaxConcurrent, "rollout-max-concurrent", 1, "At most this many MachineDeployments under the rollout policy (osm.k8c.io/rollout-policy: rollout) are rolled at once; the next starts when one has finished (docs/drift.md).")
+	fs.StringVar(&f.rolloutWindow, "rollout-window", "", "Maintenance window in which rollouts start, e.g. \"Sat 02:00-06:00 UTC\" or \"Mon-Fri 22:00-04:00 Europe/Berlin\"; always when empty. The annotation osm.k8c.io/rollout-window on a MachineDeployment or its profile overrides it (docs/drift.md).")
 	f.node.AddFlags(fs)
 }
 
@@ -286,7 +290,8 @@ func run(f *flags) error {
 		DisableDefaultOSPs: f.disableDefaultOSPs, Defaults: defaults, Builtins: plugins.Builtin(), Plugins: pcfg,
 		RegistryCredentialsSecret: f.registryCredentialsSecret,
 		BootstrapTokenTTL:         f.bootstrapTokenTTL,
-		MetricsAddress:            f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
+		RolloutMaxConcurrent:      f.rolloutMaxConcurrent, RolloutWindow: f.rolloutWindow,
+		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts,
 		Build:   version, Logger: log,
 		Preflight: true,

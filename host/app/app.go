@@ -27,6 +27,7 @@ import (
 	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/controllers/osp"
 	"github.com/osmhq/osm/host/controllers/ospx"
+	"github.com/osmhq/osm/host/controllers/rollout"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginsource"
@@ -75,6 +76,11 @@ type Options struct {
 	// Preflight checks, before anything starts, that the API servers serve OSM's kinds and that the controller
 	// may do what it does, and fails with every missing piece named (see Preflight). cmd/osm-controller sets it.
 	Preflight bool
+	// RolloutMaxConcurrent is how many MachineDeployments OSM rolls at once under the rollout policy
+	// (-rollout-max-concurrent; 1 when zero). RolloutWindow is the default maintenance window in which rollouts
+	// start (-rollout-window; always when empty). See docs/drift.md.
+	RolloutMaxConcurrent int
+	RolloutWindow        string
 	// InProcessRestart allows a second controller in the same process, as tests that restart it need;
 	// controller-runtime otherwise refuses duplicate controller names.
 	InProcessRestart bool
@@ -169,6 +175,17 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		workers = 10
 	}
 	if err := oscReconciler.SetupWithManager(ctx, mgr, worker, workers, metrics.Registry); err != nil {
+		return nil, err
+	}
+	window, err := rollout.ParseWindow(o.RolloutWindow)
+	if err != nil {
+		return nil, fmt.Errorf("-rollout-window: %w", err)
+	}
+	rolloutReconciler := &rollout.Reconciler{Worker: worker.GetClient(), Mgmt: mgr.GetClient(), MgmtAPIReader: mgr.GetAPIReader(),
+		Namespace: settings.Namespace, MaxConcurrent: o.RolloutMaxConcurrent, Window: window,
+		Recorder: worker.GetEventRecorderFor("operating-system-manager"), //nolint:staticcheck // see above
+	}
+	if err := rolloutReconciler.SetupWithManager(mgr, worker, metrics.Registry); err != nil {
 		return nil, err
 	}
 	var defaults []*osmv1alpha1.OperatingSystemProfile

@@ -18,8 +18,9 @@ const (
 	ConditionDrifted = "Drifted"
 	// ConditionRollingOut says what OSM does about drift under the MachineDeployment's rollout policy
 	// (osm.k8c.io/rollout-policy). True while a rollout OSM started is under way (ReasonRolloutInProgress);
-	// False with ReasonRolloutManual, ReasonRolloutQueued, ReasonRolloutWindowClosed, ReasonRolloutRenderNotReady
-	// or ReasonRolloutFinished otherwise. Absent when there never was anything to roll out.
+	// False with ReasonRolloutQueued, ReasonRolloutWindowClosed, ReasonRolloutRenderNotReady
+	// ReasonRolloutFinished or ReasonRolloutManual otherwise. Absent under the manual policy (the default) and
+	// when there never was anything to roll out.
 	ConditionRollingOut = "RollingOut"
 )
 
@@ -31,7 +32,8 @@ const (
 	// configuration: only machines created from now on get it. The message names the inputs that changed.
 	ReasonConfigurationChanged = "ConfigurationChanged"
 	// ReasonRolloutManual means the rollout policy is manual (the default): OSM reports drift and does
-	// nothing else; an operator rolls the machines (docs/drift.md).
+	// nothing else; an operator rolls the machines (docs/drift.md). Written only where OSM had reported a
+	// rollout state before (the policy was removed while a rollout waited).
 	ReasonRolloutManual = "RolloutManual"
 	// ReasonRolloutQueued means the policy is rollout and the MachineDeployment waits for one of the
 	// -rollout-max-concurrent rollouts under way to finish.

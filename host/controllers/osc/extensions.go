@@ -59,6 +59,7 @@ func (r *Reconciler) loadExtensions(ctx context.Context, st *state) error {
 		}
 		in.Extensions = append(in.Extensions, a)
 	}
+	st.pipelineDigests, st.extensionInputs = in.Pipeline, in.Extensions
 	data, _ := json.Marshal(in)
 	sum := sha256.Sum256(data)
 	st.hash = hex.EncodeToString(sum[:16])

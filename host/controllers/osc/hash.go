@@ -29,7 +29,7 @@ func inputHash(md *clusterv1alpha1.MachineDeployment, osp *osmv1alpha1.Operating
 		Cluster  render.ClusterInfo
 		Settings string
 		Build    string
-	}{Template: md.Spec.Template.Spec, Annotations: md.Annotations, Cluster: cluster, Settings: settingsHash, Build: build}
+	}{Template: md.Spec.Template.Spec, Annotations: renderAnnotations(md), Cluster: cluster, Settings: settingsHash, Build: build}
 	in.Profile.UID, in.Profile.Generation, in.Profile.Version, in.Profile.Digest = string(osp.UID), osp.Generation, osp.Spec.Version, pluginDigest
 	data, _ := json.Marshal(in)
 	sum := sha256.Sum256(data)

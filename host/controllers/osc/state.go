@@ -18,6 +18,10 @@ type state struct {
 	osp     *osmv1alpha1.OperatingSystemProfile
 	cluster render.ClusterInfo
 	hash    string
+	// pluginDigest, pipelineDigests and extensionInputs are parts of hash, kept to name what drifted.
+	pluginDigest    string
+	pipelineDigests []string
+	extensionInputs any
 	// extensions are the OperatingSystemProfileExtensions that apply, in order.
 	extensions []*osmv1alpha1.OperatingSystemProfileExtension
 

@@ -50,7 +50,8 @@ func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
 	if st.cluster, err = r.ClusterInfo(ctx); err != nil {
 		return stall(osmv1alpha1.ReasonRenderFailed, err)
 	}
-	st.hash = inputHash(st.md, st.osp, r.pluginDigest(ctx, st.osp.Namespace, st.osp.Spec.Plugin), st.cluster, r.settingsHash, r.Build)
+	st.pluginDigest = r.pluginDigest(ctx, st.osp.Namespace, st.osp.Spec.Plugin)
+	st.hash = inputHash(st.md, st.osp, st.pluginDigest, st.cluster, r.settingsHash, r.Build)
 	return nil
 }
 
@@ -356,11 +357,15 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 			return fmt.Errorf("replacing OperatingSystemConfig %s: %w", st.osc.Name, err)
 		}
 	}
+	drift := r.drift(st, time.Now())
+	ann := r.annotations(st)
+	maps.Copy(ann, drift.annotations)
 	osc := &osmv1alpha1.OperatingSystemConfig{
-		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md), Annotations: r.annotations(st)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md), Annotations: ann},
 		Spec:       st.output.Spec,
 	}
 	r.setStatus(st, &osc.Status, nil)
+	r.setDrift(st, &osc.Status, drift)
 	credentials.Mark(st.md, osc)
 	err := r.Mgmt.Create(ctx, osc)
 	if apierrors.IsAlreadyExists(err) && st.osc == nil && r.MgmtAPIReader != nil {
@@ -373,6 +378,7 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 	}
 	st.osc, st.oscStatusRead = osc, true
 	st.noteWrote("OperatingSystemConfig " + osc.Name)
+	r.notifyDrift(st, drift)
 	return nil
 }
 
