@@ -200,7 +200,7 @@ func TestDiffPluginProfiles(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "old.yaml")
 	cur := filepath.Join(dir, "new.yaml")
-	next := strings.Replace(strings.Replace(string(data), "version: v1.0.0", "version: v1.1.0", 1),
+	next := strings.Replace(strings.Replace(string(data), "version: v2.0.0", "version: v2.1.0", 1),
 		"    builtin: debian\n", "    builtin: debian\n    config:\n      journaldSystemMaxUse: 2G\n", 1)
 	md, err := os.ReadFile(ubuntuMD)
 	if err != nil {

@@ -161,12 +161,19 @@ func TestDefaultProfiles(t *testing.T) {
 	if err := c.Create(ctx, adopted); err != nil {
 		t.Fatal(err)
 	}
-	// An old copy of another default: it must be upgraded.
+	// An old copy of another default, installed by an earlier OSM: it must be upgraded.
 	old := testOSP("osp-old", "v0.1.0")
+	old.Labels = map[string]string{osp.LabelDefault: "true"}
 	if err := c.Create(ctx, old); err != nil {
 		t.Fatal(err)
 	}
-	shipped := []*osmv1alpha1.OperatingSystemProfile{testOSP("osp-new", "v1.0.0"), testOSP("osp-adopted", "v1.0.0"), testOSP("osp-old", "v1.0.0")}
+	// The operator's own profile under a default's name, at an older version: never replaced.
+	custom := testOSP("osp-custom", "v0.1.0")
+	if err := c.Create(ctx, custom); err != nil {
+		t.Fatal(err)
+	}
+	shipped := []*osmv1alpha1.OperatingSystemProfile{testOSP("osp-new", "v1.0.0"), testOSP("osp-adopted", "v1.0.0"), testOSP("osp-old", "v1.0.0"),
+		testOSP("osp-custom", "v1.0.0")}
 	for _, s := range shipped {
 		s.Namespace = ""
 	}
@@ -185,6 +192,9 @@ func TestDefaultProfiles(t *testing.T) {
 	})
 	if v := get("osp-adopted").Spec.Version; v != "v9.0.0" {
 		t.Errorf("a newer profile was downgraded to %s", v)
+	}
+	if v := get("osp-custom").Spec.Version; v != "v0.1.0" {
+		t.Errorf("the operator's own profile under a default's name was replaced by %s", v)
 	}
 	eventually(t, wait, "status of a default profile", func() error {
 		o := get("osp-new")

@@ -7,6 +7,7 @@ package osc
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -75,6 +76,8 @@ type Reconciler struct {
 	settingsHash string
 	metrics      *metrics
 	recent       recentWrites
+	// upstreamChecked holds the UIDs of the MachineDeployments whose upstream leftovers are gone (upstream.go).
+	upstreamChecked sync.Map
 }
 
 // Reconcile brings one MachineDeployment's configuration up to date.
@@ -169,6 +172,7 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, err
 			break
 		}
 	}
+	r.removeUpstreamLeftovers(ctx, st.md)
 	return ctrl.Result{RequeueAfter: st.refreshAfter(time.Now())}, nil
 }
 

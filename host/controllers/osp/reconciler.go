@@ -145,7 +145,9 @@ func (r *Reconciler) identify(ctx context.Context, osp *osmv1alpha1.OperatingSys
 }
 
 // installDefault creates a shipped profile that is missing, and replaces one that is older than the shipped
-// version. A profile with a newer or equal version is left alone: operators may have adopted and changed it.
+// version when it is a default profile: OSM's (LabelDefault) or upstream OSM's (UpstreamDefault). A profile with
+// a newer or equal version is left alone (operators may have adopted and changed it), and so is an operator's
+// own profile under a default's name.
 func (r *Reconciler) installDefault(ctx context.Context, req ctrl.Request) error {
 	if req.Namespace != r.Namespace {
 		return nil
@@ -174,6 +176,11 @@ func (r *Reconciler) installDefault(ctx context.Context, req ctrl.Request) error
 	if err != nil || !current.DeletionTimestamp.IsZero() {
 		return err
 	}
+	upstream := UpstreamDefault(current)
+	if current.Labels[LabelDefault] != "true" && !upstream {
+		// The operator's own profile under a default's name: never replaced.
+		return nil
+	}
 	have, err1 := semver.NewVersion(current.Spec.Version)
 	want, err2 := semver.NewVersion(shipped.Spec.Version)
 	if err1 != nil || err2 != nil || !want.GreaterThan(have) {
@@ -187,8 +194,32 @@ func (r *Reconciler) installDefault(ctx context.Context, req ctrl.Request) error
 	if err := r.Client.Update(ctx, current); err != nil {
 		return fmt.Errorf("upgrading default profile %s: %w", current.Name, err)
 	}
+	if upstream {
+		logr.FromContextOrDiscard(ctx).Info("took over upstream OSM's default profile", "profile", current.Name, "from", oldVersion, "to", shipped.Spec.Version)
+		r.Recorder.Eventf(current, "Normal", "DefaultProfileTakenOver", "upstream OSM's default profile %s replaced by OSM's %s", oldVersion, shipped.Spec.Version)
+		return nil
+	}
 	r.Recorder.Eventf(current, "Normal", "DefaultProfileUpgraded", "upgraded from %s to %s", oldVersion, shipped.Spec.Version)
 	return nil
+}
+
+// upstreamDefaultNames are the default profiles upstream OSM v1.x installs (osp-centos and osp-sles until v1.8).
+var upstreamDefaultNames = map[string]bool{
+	"osp-amzn2": true, "osp-centos": true, "osp-flatcar": true, "osp-flatcar-cloud-init": true, "osp-rhel": true,
+	"osp-rockylinux": true, "osp-sles": true, "osp-ubuntu": true,
+}
+
+// UpstreamDefault reports whether osp carries the identity of a default profile upstream OSM installed: one of
+// its names, templates only (no plugin), at a v1 version (upstream stamps its release version, v1.0.0 to v1.11.x,
+// on them and rewrites the spec whenever that differs, so no operator could have changed one under upstream),
+// and without OSM's default label. Only those and OSM's own defaults are replaced when a newer one ships; the
+// default profiles OSM ships are at v2 so that they are newer than every upstream release's.
+func UpstreamDefault(osp *osmv1alpha1.OperatingSystemProfile) bool {
+	if osp.Labels[LabelDefault] != "" || osp.Spec.Plugin != nil || len(osp.Spec.Plugins) > 0 || !upstreamDefaultNames[osp.Name] {
+		return false
+	}
+	v, err := semver.NewVersion(osp.Spec.Version)
+	return err == nil && v.Major() == 1
 }
 
 // InstallDefaults installs or upgrades every default profile; the controller runs it once at start, after
