@@ -24,11 +24,21 @@ const (
 // DefaultDockerRepoURL is Docker's package repository; its layout is <url>/<distro>/... .
 const DefaultDockerRepoURL = "https://download.docker.com/linux"
 
+// DefaultContainerdVersion is the containerd.io version pattern ContainerdOptions defaults to.
+const DefaultContainerdVersion = "2.2*"
+
 // ContainerdOptions are the containerd keys of a package-managed distribution. sources lists the accepted
 // containerdSource values, the first being the default; containerd must be 2.0 or newer because the
 // controller writes a version 3 config.toml, which is why Docker's repository is the default where the
-// distribution's own package is older.
+// distribution's own package is older. No sources means the image's own containerd (ContainerdPreinstalled)
+// and an empty defaultVersion DefaultContainerdVersion.
 func ContainerdOptions(sources []string, defaultVersion string) []Option {
+	if len(sources) == 0 {
+		sources = []string{ContainerdPreinstalled}
+	}
+	if defaultVersion == "" {
+		defaultVersion = DefaultContainerdVersion
+	}
 	opts := []Option{
 		{ConfigOption: abi.ConfigOption{Name: KeyContainerdSource, Type: abi.ConfigEnum, Default: sources[0], Enum: sources,
 			Description: "Where containerd comes from: " + describeSources(sources) + ". containerd must be 2.0 or newer (OSM writes a version 3 config.toml); osm-setup fails with a clear message otherwise."}},
