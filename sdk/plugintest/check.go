@@ -11,9 +11,11 @@ import (
 )
 
 // Check runs every check of this file that applies to the request's stage on the plugin's response:
-// CheckFiles, CheckPlaceholders, CheckDeterministic and, for the bootstrap stage, CheckBootstrap. It is what a
-// plugin's tests should call for each stage and provider it supports.
-func Check(t *testing.T, r Renderer, req *abi.RenderRequest) *abi.NodeConfig {
+// CheckFiles, CheckPlaceholders, CheckDeterministic, for the bootstrap stage CheckBootstrap (the boot contract
+// of the request's provisioning utility) and, for Ignition, the final config through Ignition's own parser
+// (IgnitionConfig, IgnitionValidate; cloud-init's needs the cloud-init tool: ValidateUserData). It is what a
+// plugin's tests should call for each stage, provisioning utility and provider it supports.
+func Check(t testing.TB, r Renderer, req *abi.RenderRequest) *abi.NodeConfig {
 	t.Helper()
 	resp, err := r.Render(req)
 	if err != nil {
@@ -25,6 +27,14 @@ func Check(t *testing.T, r Renderer, req *abi.RenderRequest) *abi.NodeConfig {
 	CheckDeterministic(t, r, req)
 	if req.Stage == abi.StageBootstrap {
 		CheckBootstrap(t, req, cfg)
+	}
+	if req.ProvisioningUtility == abi.UtilityIgnition {
+		data, err := IgnitionConfig(req.Stage, req.Context.CloudProvider.Name, cfg, nil)
+		if err != nil {
+			t.Errorf("%s stage: the host could not encode it as Ignition: %v", req.Stage, err)
+		} else {
+			IgnitionValidate(t, string(req.Stage), data)
+		}
 	}
 	return cfg
 }
@@ -100,11 +110,23 @@ func CheckDeterministic(t testing.TB, r Renderer, req *abi.RenderRequest) {
 	}
 }
 
-// CheckBootstrap fails the test unless the bootstrap stage does what the boot contract (sdk/SPEC.md) asks: a
-// file holds the cluster CA, and a script fetches the provisioning Secret from the API server
-// (/api/v1/namespaces/<ns>/secrets/<name>) with the provisioning token placeholder, verifying TLS with that
-// CA file, and hands the result to the provisioning utility (for cloud-init: runs `cloud-init` with the
-// fetched file). It catches a bootstrap that passes every schema but never provisions the node.
+// CheckBootstrap fails the test unless the bootstrap stage does what the boot contract (sdk/SPEC.md §9) asks,
+// for the request's provisioning utility:
+//
+//   - a file holds the cluster CA, and a script fetches the provisioning Secret from the API server
+//     (/api/v1/namespaces/<ns>/secrets/<name>) with the provisioning token placeholder, verifying TLS with
+//     that CA file (§9.1, §9.2);
+//   - something starts that script at the first boot: an enabled unit whose ExecStart runs it, or a bootcmd or
+//     runcmd line;
+//   - it hands the configuration off (§9.3). cloud-init: runs `cloud-init … --file …` and then starts the
+//     provisioning itself (`systemctl start`, or a config stage), because cloud-init's init stage does not run
+//     runcmd. Ignition: stores it as an Ignition config (a .ign file), flags a first boot (first_boot,
+//     firstboot) and reboots, and either resets /etc/machine-id or enables the units of the second Ignition
+//     run itself (node.IgnitionPresetPath), since Ignition only presets them;
+//   - it is not run twice (§9.4): the unit that starts it has a ConditionPathExists=!<marker> and the script
+//     creates that marker.
+//
+// It catches a bootstrap that passes every schema but never provisions the node, such as a no-op handoff.
 func CheckBootstrap(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) {
 	t.Helper()
 	ctx := req.Context
@@ -139,9 +161,96 @@ func CheckBootstrap(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) {
 			t.Errorf("bootstrap: the fetch skips TLS verification (%q)", strings.TrimSpace(insecure))
 		}
 	}
-	if req.ProvisioningUtility == abi.UtilityCloudInit || req.ProvisioningUtility == "" {
-		if !strings.Contains(fetch, "cloud-init") || !strings.Contains(fetch, "--file") {
-			t.Errorf("bootstrap: the script fetching %s does not hand the configuration to cloud-init (cloud-init … --file …)", url)
+	var fetchPath string
+	for _, f := range cfg.Files {
+		if f.Content.Inline != nil && f.Content.Inline.Data == fetch {
+			fetchPath = f.Path
 		}
 	}
+	checkStarted(t, cfg, fetchPath, fetch)
+	switch req.ProvisioningUtility {
+	case abi.UtilityCloudInit, "":
+		if !strings.Contains(fetch, "cloud-init") || !strings.Contains(fetch, "--file") {
+			t.Errorf("bootstrap: the script fetching %s does not hand the configuration to cloud-init (cloud-init … --file …)", url)
+		} else if !containsAny(fetch, "systemctl start", "systemctl --no-block start", "--mode config", "--mode=config") {
+			t.Errorf("bootstrap: after cloud-init's init stage the script starts nothing; that stage does not run runcmd, so the node is never set up (the kit: systemctl start --no-block osm-setup.service)")
+		}
+	case abi.UtilityIgnition:
+		if !strings.Contains(fetch, ".ign") {
+			t.Errorf("bootstrap: the script fetching %s does not store the configuration where Ignition reads it (a .ign file: Flatcar /oem/config.ign, Fedora CoreOS /boot/ignition/config.ign)", url)
+		}
+		if !containsAny(fetch, "first_boot", "firstboot") {
+			t.Errorf("bootstrap: the script does not flag a first boot (Flatcar /boot/flatcar/first_boot, Fedora CoreOS /boot/ignition.firstboot); Ignition would not run again")
+		}
+		if !strings.Contains(fetch, "reboot") {
+			t.Errorf("bootstrap: the script does not reboot; Ignition applies the configuration only at the next boot")
+		}
+		if !containsAny(fetch, "/etc/machine-id", "20-ignition.preset") {
+			t.Errorf("bootstrap: the units of the second Ignition run stay disabled: Ignition only presets them and systemd applies presets on a first boot only; reset /etc/machine-id (Flatcar) or enable them after the reboot (node.IgnitionBoot.EnableUnits)")
+		}
+	}
+}
+
+// checkStarted fails the test unless the bootstrap script at path is started at the first boot (an enabled
+// unit running it, or a bootcmd or runcmd line) and, when a unit starts it, marks its completion for the
+// unit's condition.
+func checkStarted(t testing.TB, cfg *abi.NodeConfig, path, script string) {
+	t.Helper()
+	if path == "" {
+		return
+	}
+	if m := cfg.Modules; m != nil {
+		for _, c := range append(append([]string(nil), m.BootCMD...), m.RunCMD...) {
+			if strings.Contains(c, path) {
+				return
+			}
+		}
+	}
+	for _, u := range cfg.Units {
+		if u.Content == nil || !strings.Contains(*u.Content, "ExecStart="+path) {
+			continue
+		}
+		if u.Enable == nil || !*u.Enable {
+			t.Errorf("bootstrap: unit %s runs %s but is not enabled; nothing starts the bootstrap", u.Name, path)
+		}
+		var markers []string
+		for _, line := range strings.Split(*u.Content, "\n") {
+			if m, ok := strings.CutPrefix(strings.TrimSpace(line), "ConditionPathExists=!"); ok {
+				markers = append(markers, m)
+			}
+		}
+		if len(markers) == 0 {
+			t.Errorf("bootstrap: unit %s has no ConditionPathExists=!<done marker>; a reboot would fetch and apply the configuration again (sdk/SPEC.md §9.4)", u.Name)
+		}
+		for _, m := range markers {
+			if !writesFile(script, m) {
+				t.Errorf("bootstrap: %s never creates %s, the done marker of unit %s; a reboot would fetch and apply the configuration again (sdk/SPEC.md §9.4)", path, m, u.Name)
+			}
+		}
+		return
+	}
+	t.Errorf("bootstrap: nothing starts %s: no enabled unit runs it (ExecStart=%s) and no bootcmd or runcmd line names it", path, path)
+}
+
+// writesFile reports whether a line of script creates path (touch, a redirection, install, cp).
+func writesFile(script, path string) bool {
+	for _, line := range strings.Split(script, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "#") || !strings.Contains(line, path) {
+			continue
+		}
+		if containsAny(line, "touch ", ">"+path, "> "+path, "install ", "cp ") {
+			return true
+		}
+	}
+	return false
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
