@@ -251,6 +251,12 @@ func run(f *flags) error {
 	if f.provisioningTokenTTL != 0 {
 		log.Info("-provisioning-token-ttl is ignored: nodes fetch their provisioning data with their bootstrap token (-bootstrap-token-ttl)")
 	}
+	if f.workerMetric != "127.0.0.1:8081" || f.workerHealthProbe != "127.0.0.1:8086" {
+		// Upstream runs a second manager for the worker cluster with its own endpoints; OSM's one manager
+		// serves the worker cluster's reconcile metrics and probes on -metrics-address and -health-probe-address.
+		log.Info("-worker-metrics-address and -worker-health-probe-address are moot: this controller serves all its metrics on -metrics-address and its probes on -health-probe-address",
+			"metrics", f.metricsAddress, "probes", f.healthProbeAddress)
+	}
 	if f.caBundle != "" {
 		log.Info("-ca-bundle is ignored (deprecated upstream): use -host-ca-bundle or -kubernetes-ca-bundle")
 	}

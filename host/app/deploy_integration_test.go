@@ -28,9 +28,29 @@ import (
 // deployDocs renders deploy/ with kubectl's kustomize and returns the objects.
 func deployDocs(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := exec.Command(testenv.Kubectl(t), "kustomize", filepath.Join(testenv.RepoRoot(), "deploy")).CombinedOutput()
+	return kustomize(t, filepath.Join(testenv.RepoRoot(), "deploy"))
+}
+
+// deployWithWebhooksDocs renders deploy/ with its webhooks component, as an operator's kustomization next to
+// deploy/ would.
+func deployWithWebhooksDocs(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	dir, err := os.MkdirTemp(filepath.Join(testenv.RepoRoot(), "hack"), "kustomize-")
 	if err != nil {
-		t.Fatalf("kubectl kustomize deploy: %v\n%s", err, out)
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte("resources: [../../deploy]\ncomponents: [../../deploy/webhooks]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return kustomize(t, dir)
+}
+
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	out, err := exec.Command(testenv.Kubectl(t), "kustomize", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, out)
 	}
 	var objs []*unstructured.Unstructured
 	for _, doc := range bytes.Split(out, []byte("\n---\n")) {
@@ -53,15 +73,42 @@ func TestDeployManifests(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
+		if o.GetKind() == "Deployment" {
+			// Upstream's selector, which is immutable: deploy/ must apply over upstream's Deployment.
+			if sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels"); len(sel) != 1 || sel["app"] != "operating-system-manager" {
+				t.Errorf("the Deployment's selector %v is not upstream's {app: operating-system-manager}", sel)
+			}
+			if img := deploymentImage(o); strings.HasSuffix(img, ":latest") || !strings.Contains(img, ":v") {
+				t.Errorf("the Deployment's image %q is not pinned to a release tag", img)
+			}
+		}
 	}
-	for _, want := range []string{"CustomResourceDefinition", "Deployment", "ClusterRole", "Role", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Namespace"} {
+	for _, want := range []string{"CustomResourceDefinition", "Deployment", "ClusterRole", "Role", "Namespace"} {
 		if kinds[want] == 0 {
 			t.Errorf("deploy/ has no %s (kinds: %v)", want, kinds)
 		}
 	}
+	// Without cert-manager nothing may refuse writes: no webhook configurations, no cert-manager objects.
+	for _, unwanted := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Certificate", "Issuer"} {
+		if kinds[unwanted] != 0 {
+			t.Errorf("deploy/ has a %s; it belongs in the optional deploy/webhooks component", unwanted)
+		}
+	}
+	withWebhooks := map[string]int{}
+	for _, o := range deployWithWebhooksDocs(t) {
+		withWebhooks[o.GetKind()]++
+		if o.GetKind() == "Deployment" && !strings.Contains(fmt.Sprint(o.Object), "-webhooks=true") {
+			t.Errorf("with deploy/webhooks the controller does not serve the webhooks (-webhooks=true)")
+		}
+	}
+	for _, want := range []string{"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Certificate", "Issuer", "Deployment"} {
+		if withWebhooks[want] != 1 {
+			t.Errorf("deploy/ with deploy/webhooks has %d %s", withWebhooks[want], want)
+		}
+	}
 
 	v, m := webhooks.Configurations("kube-system", "operating-system-manager-webhook")
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "webhooks.yaml"))
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "webhooks", "webhooks.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,10 +122,10 @@ func TestDeployManifests(t *testing.T) {
 	}
 	gotV.Annotations, gotM.Annotations = nil, nil
 	if diff := cmp.Diff(v, gotV); diff != "" {
-		t.Errorf("deploy/webhooks.yaml validating webhooks differ from the controller's (-controller +deploy):\n%s", diff)
+		t.Errorf("deploy/webhooks/webhooks.yaml validating webhooks differ from the controller's (-controller +deploy):\n%s", diff)
 	}
 	if diff := cmp.Diff(m, gotM); diff != "" {
-		t.Errorf("deploy/webhooks.yaml mutating webhook differs from the controller's (-controller +deploy):\n%s", diff)
+		t.Errorf("deploy/webhooks/webhooks.yaml mutating webhook differs from the controller's (-controller +deploy):\n%s", diff)
 	}
 
 	env := testenv.Start(t, testenv.Options{})
@@ -138,4 +185,13 @@ func nonEmpty(s, def string) string {
 		return def
 	}
 	return s
+}
+
+func deploymentImage(o *unstructured.Unstructured) string {
+	cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+	if len(cs) == 0 {
+		return ""
+	}
+	img, _, _ := unstructured.NestedString(cs[0].(map[string]any), "image")
+	return img
 }

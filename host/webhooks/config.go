@@ -13,7 +13,7 @@ const (
 )
 
 // Configurations returns the webhook configurations that route admission requests to the controller's
-// service. deploy/webhooks.yaml holds the same objects (a test keeps them in sync); integration tests install
+// service. deploy/webhooks/webhooks.yaml holds the same objects (a test keeps them in sync); integration tests install
 // these into envtest, which points them at the test process.
 func Configurations(namespace, service string) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	ref := func(path string) admissionregistrationv1.WebhookClientConfig {
