@@ -128,6 +128,6 @@ the default profiles and plugins are embedded, and plugin images come from OCI r
 		SilenceErrors: true,
 	}
 	g.addFlags(root)
-	root.AddCommand(newRenderCommand(g), newLintCommand(g), newDiffCommand(g), newPluginCommand(g))
+	root.AddCommand(newRenderCommand(g), newLintCommand(g), newDiffCommand(g), newPluginCommand(g), newRegistryCommand(g), newVersionCommand(g))
 	return root
 }

@@ -24,6 +24,7 @@ func newPluginPushCommand(p *pluginCommon) *cobra.Command {
 	var (
 		quiet       bool
 		annotations map[string]string
+		pinProfile  string
 	)
 	cmd := &cobra.Command{
 		Use:   "push FILE.wasm REGISTRY/REPOSITORY[:TAG]",
@@ -58,12 +59,25 @@ the digest; the tag is for people.`,
 			if err != nil {
 				return err
 			}
+			if pinProfile != "" {
+				// Fail before pushing on a profile that cannot take the reference.
+				if _, err := pinProfileImage(pinProfile, "", true); err != nil {
+					return err
+				}
+			}
 			art, err := client.Push(cmd.Context(), args[1], pm.Wasm, ann)
 			if err != nil {
 				return p.registry.explain(err)
 			}
 			cmd.PrintErrf("osmctl: pushed plugin %s %s (module %s, %d bytes) to %s\n",
 				md.Name, md.Version, pm.Module.Digest(), len(pm.Wasm), args[1])
+			if pinProfile != "" {
+				old, err := pinProfileImage(pinProfile, art.Reference, false)
+				if err != nil {
+					return err
+				}
+				cmd.PrintErrf("osmctl: %s: spec.plugin.image %s -> %s\n", pinProfile, old, art.Reference)
+			}
 			if quiet {
 				_, err = fmt.Fprintln(cmd.OutOrStdout(), art.Reference)
 				return err
@@ -73,6 +87,7 @@ the digest; the tag is for people.`,
 	}
 	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "Print only the pinned reference.")
 	cmd.Flags().StringToStringVar(&annotations, "annotation", nil, "Extra manifest annotation key=value (repeatable).")
+	cmd.Flags().StringVar(&pinProfile, "pin-profile", "", "OperatingSystemProfile file whose spec.plugin.image is set to the pushed reference, pinned by digest (the rest of the file is kept as written).")
 	return cmd
 }
 
