@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/osmhq/osm/host/app"
+	"github.com/osmhq/osm/host/buildinfo"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginhost"
@@ -33,8 +34,17 @@ import (
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version, when set at build time with -ldflags "-X main.version=...", is the release version; the build
+// scripts set buildinfo.Version instead, and without either the build's VCS revision identifies it.
+var version = ""
+
+// buildVersion identifies this build in logs and render hashes (a new build re-renders once).
+func buildVersion() buildinfo.Info {
+	if version != "" {
+		buildinfo.Version = version
+	}
+	return buildinfo.Get()
+}
 
 type flags struct {
 	kubeconfig, workerKubeconfig    string
@@ -216,7 +226,12 @@ func main() {
 	}
 	fs := flag.NewFlagSet("osm-controller", flag.ExitOnError)
 	f.register(fs)
+	printVersion := fs.Bool("version", false, "Print the version, commit and Go version, and exit.")
 	_ = fs.Parse(os.Args[1:])
+	if *printVersion {
+		fmt.Println("osm-controller", buildVersion().String())
+		return
+	}
 
 	logger := newLogger(f.logFormat, f.logDebug)
 	if err := run(f); err != nil {
@@ -245,6 +260,7 @@ func run(f *flags) error {
 		return errors.New("-namespace is required")
 	}
 	log := ctrl.Log.WithName("osm")
+	build := buildVersion()
 	if f.bootstrapTokenSA != "" {
 		log.Info("-bootstrap-token-service-account-name is ignored: OSM issues a bootstrap token per MachineDeployment")
 	}
@@ -299,13 +315,13 @@ func run(f *flags) error {
 		RolloutMaxConcurrent:      f.rolloutMaxConcurrent, RolloutWindow: f.rolloutWindow,
 		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts,
-		Build:   version, Logger: log,
+		Build:   build.Short(), Logger: log,
 		Preflight: true,
 	})
 	if err != nil {
 		return err
 	}
-	log.Info("starting", "version", version, "namespace", settings.Namespace, "separateWorkerCluster", worker != nil)
+	log.Info("starting", "version", build.Short(), "commit", build.Revision, "namespace", settings.Namespace, "separateWorkerCluster", worker != nil)
 	return mgr.Start(ctx)
 }
 

@@ -140,7 +140,7 @@ func runWebhook(f *webhookFlags) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
-	log.Info("admission webhooks on (webhook server only, no controllers)", "version", version, "namespace", f.namespace,
+	log.Info("admission webhooks on (webhook server only, no controllers)", "version", buildVersion().Short(), "namespace", f.namespace,
 		"port", f.port, "certDir", f.certDir)
 	return mgr.Start(ctx)
 }
