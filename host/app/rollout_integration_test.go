@@ -80,10 +80,13 @@ func TestDriftAndRollout(t *testing.T) {
 		if err := c.Create(ctx, md); err != nil {
 			t.Fatal(err)
 		}
-		md.Status = clusterv1alpha1.MachineDeploymentStatus{ObservedGeneration: md.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
-		if err := c.Status().Update(ctx, md); err != nil {
-			t.Fatal(err)
-		}
+		eventually(t, wait, "machine-controller's status on "+m.name, func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(md), md); err != nil {
+				return err
+			}
+			md.Status = clusterv1alpha1.MachineDeploymentStatus{ObservedGeneration: md.Generation, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1}
+			return c.Status().Update(ctx, md)
+		})
 		mds[m.name] = md
 	}
 	getMD := func(name string) *clusterv1alpha1.MachineDeployment {
