@@ -6,8 +6,10 @@
 // # A plugin in a few lines
 //
 // Describe the distribution in an OS value and register node.New(os) from the plugin's init (see the
-// example of New). The apt and dnf subpackages describe the Debian and Red Hat families; a distribution of
-// another family fills in the hooks itself (sdk/examples/opensuse does so for zypper in about 120 lines).
+// example of New). The apt and dnf subpackages describe the Debian and Red Hat families (cloud-init), the
+// ignition subpackage the image-based OSes provisioned by Ignition (Flatcar, Fedora CoreOS); each lists what
+// it assumes in its package documentation and makes each assumption a field. A distribution of another
+// family fills in the hooks itself (sdk/examples/opensuse does so for zypper in about 120 lines).
 //
 // # Building blocks
 //
@@ -16,7 +18,8 @@
 //   - Bootstrap: the bootstrap stage. It writes the cluster CA and osm-bootstrap, a script run by a unit that
 //     fetches the provisioning Secret with the provisioning token over TLS verified with the cluster CA
 //     (FetchProvisioningConfig) and hands it to the provisioning utility (OS.Handoff; CloudInitHandoff for
-//     cloud-init, which places --file for cloud-init before and after 24.1). See sdk/SPEC.md §9, the boot contract.
+//     cloud-init, which places --file for cloud-init before and after 24.1; IgnitionHandoff for Ignition, with
+//     the FlatcarIgnition and FedoraCoreOSIgnition shapes). See sdk/SPEC.md §9, the boot contract.
 //   - Provisioning: the plugin's own provisioning configuration: kubelet (KubeletConfig and KubeletFlags by
 //     Kubernetes version, KubeletService, BootstrapKubeconfig), containerd with the host's config.toml and
 //     hosts.toml files, crictl, kernel modules and sysctls, journald, proxy (ProxyVars) and CA trust

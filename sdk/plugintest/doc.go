@@ -19,10 +19,13 @@
 // plugin returns.
 //
 // Beyond comparing with golden files, Check runs what catches a plugin that passes every schema but fails a
-// node: the bootstrap really fetches the provisioning configuration and hands it off (CheckBootstrap),
+// node: the bootstrap really fetches the provisioning configuration, is started, writes its done marker and
+// hands it off to the request's provisioning utility (CheckBootstrap),
 // credential placeholders reach files verbatim (CheckPlaceholders), paths and permissions are valid
 // (CheckFiles), and the output is deterministic (CheckDeterministic). UserData encodes a stage to the final
 // cloud-config a machine receives, with what the host adds (sdk/SPEC.md §10), and CloudInitSchema validates it
-// with the real cloud-init, failing (not skipping) when cloud-init is missing. Request builds a realistic
+// with the real cloud-init, failing (not skipping) when cloud-init is missing. IgnitionConfig and
+// IgnitionValidate do the same for Ignition with Ignition's own Go parser (Check runs them for Ignition
+// requests); ValidateUserData picks the pair for the request's utility. Request builds a realistic
 // render request with the host's placeholders.
 package plugintest

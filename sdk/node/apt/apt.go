@@ -1,5 +1,11 @@
 // Package apt is the Debian family (Ubuntu, Debian) part of the default OS plugins: packages and containerd
 // with apt, the Debian trust store, and cloud-init as provisioning utility.
+//
+// What it assumes: apt-get with Debian's package names; containerd.io from Docker's repository for the
+// image's $ID and $VERSION_CODENAME (<dockerRepoURL>/<ID>), held with apt-mark, or the distribution's package
+// (plugin config containerdSource); ufw.service as the firewall, masked; the trust store of
+// update-ca-certificates; on Azure, cloud-init's local stage again after the clean. OS returns a node.OS
+// whose fields (Install, Firewall, Trust, Handoff) a vendor replaces where the distribution differs.
 package apt
 
 import (
