@@ -146,6 +146,9 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(closeOnStop(plugins)); err != nil {
+		return nil, err
+	}
 	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader())}
 	settings := o.Settings
 	auth, hosts, err := registryCredentials(ctx, worker.GetAPIReader(), o.RegistryCredentialsSecret)
@@ -254,4 +257,13 @@ func pullSecrets(c client.Reader) pluginsource.PullSecretFunc {
 		}
 		return data, nil
 	}
+}
+
+// closeOnStop stops the plugin manager, and with it the plugin host process, when the manager stops: the host
+// outlives nothing it served.
+func closeOnStop(plugins *plugin.Manager) manager.Runnable {
+	return manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		return plugins.Close(context.WithoutCancel(ctx))
+	})
 }

@@ -66,6 +66,9 @@ func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(closeOnStop(plugins)); err != nil {
+		return nil, err
+	}
 	// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
 	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()), WaitForPulls: true}
 	if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: o.Settings, Shipped: o.Defaults}); err != nil {
