@@ -67,8 +67,17 @@ e2e-node: plugins controlplane ## Boot real nodes (systemd-nspawn, needs root) f
 ##@ Building
 
 .PHONY: build
+# The release version: stamped into the binaries and the image, and deploy/kustomization.yaml's image tag (a test
+# keeps them equal).
+VERSION ?= v0.1.0
+IMAGE ?= ghcr.io/osmhq/osm-controller
+
 build: plugins ## Build osm-controller and osmctl into bin/.
-	go build -o bin/ ./cmd/...
+	go build -buildvcs=true -ldflags "-X github.com/osmhq/osm/host/buildinfo.Version=$(VERSION)" -o bin/ ./cmd/...
+
+.PHONY: image
+image: plugins ## Build the container image without a container daemon into dist/image (an OCI layout); PUSH=1 pushes $(IMAGE):$(VERSION).
+	go run ./hack/image -version $(VERSION) -oci-layout dist/image $(if $(PUSH),-push $(IMAGE):$(VERSION))
 
 .PHONY: plugins
 plugins: ## Build the default OS plugins to wasm (plugins/dist), skipping unchanged ones.

@@ -78,8 +78,8 @@ func TestDeployManifests(t *testing.T) {
 			if sel, _, _ := unstructured.NestedStringMap(o.Object, "spec", "selector", "matchLabels"); len(sel) != 1 || sel["app"] != "operating-system-manager" {
 				t.Errorf("the Deployment's selector %v is not upstream's {app: operating-system-manager}", sel)
 			}
-			if img := deploymentImage(o); strings.HasSuffix(img, ":latest") || !strings.Contains(img, ":v") {
-				t.Errorf("the Deployment's image %q is not pinned to a release tag", img)
+			if img := deploymentImage(o); !strings.HasSuffix(img, ":"+makefileVersion(t)) {
+				t.Errorf("the Deployment's image %q is not pinned to the Makefile's VERSION %s", img, makefileVersion(t))
 			}
 		}
 	}
@@ -194,4 +194,20 @@ func deploymentImage(o *unstructured.Unstructured) string {
 	}
 	img, _, _ := unstructured.NestedString(cs[0].(map[string]any), "image")
 	return img
+}
+
+// makefileVersion is the Makefile's VERSION, what make image builds.
+func makefileVersion(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VERSION ?= "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("the Makefile has no VERSION")
+	return ""
 }

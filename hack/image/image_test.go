@@ -1,0 +1,175 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/registry/remote"
+)
+
+// TestImage builds the image as `make image` does, pushes it to an in-process registry, pulls it back like a
+// container runtime would and checks it: upstream's binary paths, the webhook link, a non-root user, the
+// entrypoint, the CA bundle, the version label, and that the binary in the layer says its version — as
+// osm-controller -version and as webhook -help (the same binary invoked under upstream's webhook path).
+func TestImage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the controller")
+	}
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(certs, []byte("-----BEGIN CERTIFICATE-----\ntest\n-----END CERTIFICATE-----\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := Options{Root: root, Version: "v0.1.0-test", Arch: runtime.GOARCH, CACerts: certs}
+	bins, err := Binaries(o, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Image(o, bins)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New())
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	ctx := context.Background()
+	repo, err := remote.NewRepository(host + "/osmhq/osm-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo.PlainHTTP = true
+	if err := Push(ctx, repo, b, o.Version); err != nil {
+		t.Fatal(err)
+	}
+
+	// Pulled back by tag.
+	desc, rc, err := repo.FetchReference(ctx, o.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifestData, err := content.ReadAll(rc, desc)
+	rc.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(manifestData, &m); err != nil {
+		t.Fatal(err)
+	}
+	if desc.MediaType != ocispec.MediaTypeImageManifest || len(m.Layers) != 1 {
+		t.Fatalf("manifest %s with %d layers", desc.MediaType, len(m.Layers))
+	}
+	var cfg ocispec.Image
+	if err := json.Unmarshal(fetch(t, repo, m.Config), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cfg.Config.Entrypoint, " ") != ControllerPath || cfg.Config.User != "65532:65532" || cfg.OS != "linux" ||
+		cfg.Architecture != runtime.GOARCH || cfg.Config.Labels[ocispec.AnnotationVersion] != o.Version {
+		t.Errorf("image config: %+v", cfg)
+	}
+
+	files := untar(t, fetch(t, repo, m.Layers[0]))
+	for path, want := range map[string]struct {
+		typ  byte
+		mode int64
+	}{
+		"usr/local/bin/osm-controller": {tar.TypeReg, 0o755}, "usr/local/bin/osmctl": {tar.TypeReg, 0o755},
+		"usr/local/bin/webhook": {tar.TypeSymlink, 0o777}, "etc/ssl/certs/ca-certificates.crt": {tar.TypeReg, 0o644},
+		"etc/passwd": {tar.TypeReg, 0o644}, "tmp/": {tar.TypeDir, 0o1777},
+	} {
+		f, ok := files[path]
+		if !ok || f.hdr.Typeflag != want.typ || f.hdr.Mode != want.mode {
+			t.Errorf("%s in the layer: %+v, want type %c mode %o", path, f.hdr, want.typ, want.mode)
+		}
+	}
+	if l := files["usr/local/bin/webhook"].hdr.Linkname; l != "osm-controller" {
+		t.Errorf("webhook links to %q", l)
+	}
+
+	// The binaries from the layer run here (static linux binaries).
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "osm-controller")
+	if err := os.WriteFile(bin, files["usr/local/bin/osm-controller"].data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "-version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "osm-controller "+o.Version+" (commit ") {
+		t.Errorf("osm-controller -version from the image: %q (%v)", out, err)
+	}
+	if err := os.Symlink("osm-controller", filepath.Join(dir, "webhook")); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = exec.Command(filepath.Join(dir, "webhook"), "-help").CombinedOutput()
+	if !strings.Contains(string(out), "-cert-dir") {
+		t.Errorf("webhook -help from the image does not take upstream's webhook flags:\n%s", out)
+	}
+	osmctl := filepath.Join(dir, "osmctl")
+	if err := os.WriteFile(osmctl, files["usr/local/bin/osmctl"].data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(osmctl, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), o.Version+" (commit ") {
+		t.Errorf("osmctl version from the image: %q (%v)", out, err)
+	}
+	t.Logf("image %s: layer %d bytes compressed", b.ManifestDesc.Digest, m.Layers[0].Size)
+}
+
+func fetch(t *testing.T, repo *remote.Repository, desc ocispec.Descriptor) []byte {
+	t.Helper()
+	rc, err := repo.Fetch(context.Background(), desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	data, err := content.ReadAll(rc, desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+type tarFile struct {
+	hdr  tar.Header
+	data []byte
+}
+
+func untar(t *testing.T, layer []byte) map[string]tarFile {
+	t.Helper()
+	zr, err := gzip.NewReader(bytes.NewReader(layer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	out := map[string]tarFile{}
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[h.Name] = tarFile{hdr: *h, data: data}
+	}
+}
