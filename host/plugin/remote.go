@@ -38,16 +38,22 @@ func (m *Manager) callModule(ctx context.Context, mod *module, export string, re
 	if err != nil {
 		return &runtime.Error{Plugin: mod.src.Name, Digest: mod.src.Digest, Export: export, Reason: runtime.ReasonInvalidInput, Detail: "cannot encode the request: " + err.Error(), Err: err}
 	}
-	out, err := m.host.Call(ctx, mod.src, export, in)
-	if err != nil {
-		return err
+	// Outputs are remembered by module, export and request (memo.go): a hit skips the plugin host.
+	memo := m.Memo().begin(ctx, mod.src.Digest, export, in)
+	defer memo.end()
+	out := memo.out
+	if !memo.hit {
+		if out, err = m.host.Call(ctx, mod.src, export, in); err != nil {
+			return err
+		}
 	}
-	if err := json.Unmarshal(out, resp); err != nil {
+	if err := runtime.DecodeOutput(out, resp); err != nil {
 		return &runtime.Error{Plugin: mod.src.Name, Digest: mod.src.Digest, Export: export, Reason: runtime.ReasonInvalidOutput,
 			Detail: fmt.Sprintf("output is not a valid %s response: %v", export, err), Err: err}
 	}
 	if err := resp.Check(); err != nil {
 		return &runtime.Error{Plugin: mod.src.Name, Digest: mod.src.Digest, Export: export, Reason: runtime.ReasonInvalidOutput, Detail: err.Error(), Err: err}
 	}
+	memo.keep(out)
 	return nil
 }

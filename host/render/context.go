@@ -8,13 +8,14 @@ import (
 
 // renderContext is what a plugin sees: the same facts as the template data, in the ABI's shape.
 func (m *machine) renderContext(cr crConfig) abi.RenderContext {
-	s, md, pc := m.Settings, m.MachineDeployment, m.provider
+	s, pc := m.Settings, m.provider
 	var dns []string
 	for _, ip := range s.ClusterDNSIPs {
 		dns = append(dns, ip.String())
 	}
 	ctx := abi.RenderContext{
-		MachineDeployment: abi.ObjectRef{Name: md.Name, Namespace: md.Namespace, Revision: md.Annotations["machinedeployment.clusters.k8s.io/revision"]},
+		// Placeholders unless a value is not a DNS name (identity.go); the real values go into the output.
+		MachineDeployment: m.identity.shown,
 		OperatingSystem:   abi.OSInfo{Name: pc.OperatingSystem, Version: m.Profile.Spec.OSVersion, Spec: OSSpec(pc.OperatingSystemSpec.Raw)},
 		CloudProvider: abi.CloudProvider{
 			Name:           pc.CloudProvider,
@@ -29,7 +30,7 @@ func (m *machine) renderContext(cr crConfig) abi.RenderContext {
 			DNSIPs:    dns,
 			Domain:    s.ClusterDomain,
 			ProvisioningSecret: abi.SecretRef{
-				Namespace: s.CloudInitSettingsNamespace, Name: ProvisioningSecretName(md), Key: CloudConfigKey,
+				Namespace: s.CloudInitSettingsNamespace, Name: provisioningSecretName(m.identity.shown), Key: CloudConfigKey,
 			},
 		},
 		Kubelet: abi.Kubelet{

@@ -34,6 +34,8 @@ type machine struct {
 	utility        string
 	serverURL      string
 	caCert         string
+	// identity is the MachineDeployment's name, namespace and revision, as plugins see them and as they are.
+	identity identity
 }
 
 func decode(in Input) (*machine, error) {
@@ -42,7 +44,7 @@ func decode(in Input) (*machine, error) {
 	if err != nil {
 		return nil, unsupported(err)
 	}
-	m := &machine{Input: in, provider: pc}
+	m := &machine{Input: in, provider: pc, identity: newIdentity(md)}
 	if pc.OperatingSystem != string(osp.Spec.OSName) {
 		return nil, unsupported(fmt.Errorf("the MachineDeployment's operatingSystem is %q but profile %s is for %q",
 			pc.OperatingSystem, objectName(osp.Namespace, osp.Name), osp.Spec.OSName))

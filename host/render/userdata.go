@@ -132,15 +132,21 @@ func (o *Output) substituteEncoded(stage abi.Stage, data []byte, cfg *abi.NodeCo
 	if stage != abi.StageProvisioning {
 		secrets.Plugin = nil
 	}
-	return []byte(secrets.replacer().Replace(string(data))), nil
+	// The configuration holds the real names already (identity.go); the encoder may have copied the
+	// placeholders of its context.
+	return []byte(secrets.replacer().Replace(o.machineState.identity.replace(string(data)))), nil
 }
 
 func (o *Output) pluginEncode(ctx context.Context, stage abi.Stage, cfg *abi.NodeConfig) ([]byte, error) {
 	if o.plugin == nil {
 		return nil, fmt.Errorf("provisioning utility %q needs a plugin with an osm_encode export", o.Utility())
 	}
+	rc := o.pluginContext
+	if o.plugin.Metadata().RealIdentity {
+		rc = o.machineState.identity.realContext(rc)
+	}
 	resp, err := o.plugin.Encode(ctx, &abi.EncodeRequest{
-		ABIVersion: abi.Version, Stage: stage, ProvisioningUtility: o.Utility(), Context: o.pluginContext, Config: *cfg,
+		ABIVersion: abi.Version, Stage: stage, ProvisioningUtility: o.Utility(), Context: rc, Config: *cfg,
 	})
 	if err != nil {
 		return nil, withReason(osmv1alpha1.ReasonPluginFailed, err)

@@ -21,7 +21,7 @@ import (
 
 //go:wasmexport osm_metadata
 func metadata() int32 {
-	pdk.OutputJSON(abi.Metadata{ABIVersion: abi.Version, Name: "echo", Version: "1.0.0",
+	pdk.OutputJSON(abi.Metadata{ABIVersion: abi.Version, Name: "echo", Version: "1.0.0", RealIdentity: true, // it decides on the name
 		OperatingSystems:      []abi.OperatingSystem{{Name: "testos"}},
 		ProvisioningUtilities: []string{abi.UtilityCloudInit, "echo-format"}, CloudProviders: []string{"*"}})
 	return 0

@@ -7,7 +7,8 @@
 //
 // Its encoder (provisioning utility "regcode-format") returns the configuration as JSON; for MachineDeployments
 // named "drop-*" it replaces the secret's placeholder first, as an encoder that mangled it would; the host
-// must refuse that output.
+// must refuse that output. Deciding on the name makes it declare realIdentity: it gets the real names, not the
+// placeholders a plugin that only copies them gets (sdk/SPEC.md §5).
 package main
 
 import (
@@ -25,7 +26,7 @@ const secretName = "registration-code"
 type regcode struct{}
 
 func (regcode) Metadata() abi.Metadata {
-	return abi.Metadata{Name: "regcode", Version: "1.0.0",
+	return abi.Metadata{Name: "regcode", Version: "1.0.0", RealIdentity: true,
 		OperatingSystems:      []abi.OperatingSystem{{Name: "testos"}},
 		ProvisioningUtilities: []string{abi.UtilityCloudInit, "regcode-format"}, CloudProviders: []string{"*"},
 		ConfigSchema: []abi.ConfigOption{{Name: secretName, Type: abi.ConfigSecret, Required: true,

@@ -19,7 +19,7 @@ var hoard [][]byte
 
 //go:wasmexport osm_metadata
 func metadata() int32 {
-	pdk.OutputJSON(abi.Metadata{ABIVersion: abi.Version, Name: "selective", Version: "1.0.0",
+	pdk.OutputJSON(abi.Metadata{ABIVersion: abi.Version, Name: "selective", Version: "1.0.0", RealIdentity: true, // it decides on the name
 		OperatingSystems:      []abi.OperatingSystem{{Name: "testos"}},
 		ProvisioningUtilities: []string{abi.UtilityCloudInit}, CloudProviders: []string{"*"}})
 	return 0

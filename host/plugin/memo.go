@@ -1,0 +1,236 @@
+package plugin
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"os"
+	goruntime "runtime"
+	"sync"
+	"sync/atomic"
+	"weak"
+)
+
+// Plugins are deterministic: a module's export given the same request bytes returns the same output (they get
+// no clock, randomness, network or files, and every call runs on a fresh instance). A Memo remembers outputs
+// by sha256(module digest, export, request), so MachineDeployments whose requests are identical — the render
+// pipeline hands plugins placeholders for credentials and for each MachineDeployment's name, namespace and
+// revision, so neighbours differ in nothing else — cost one plugin call between them.
+//
+// It is an output memo, not a shared instance: no instance state crosses calls, only the bytes a call
+// returned, and only after they decoded and passed the response's checks. Failed calls are never remembered.
+// A request that carries anything of its own (a plugin that asked for the real names, other SSH keys) simply
+// has another key. Requests hold placeholders, never credentials, so neither do the keys or the outputs.
+//
+// Bounded by entries and bytes, least recently used first out; a hit returns a copy. Concurrent calls with the
+// same key wait for the first instead of running the plugin each (a controller starting with hundreds of
+// MachineDeployments and ten workers would otherwise run the same render ten times over).
+type Memo struct {
+	maxEntries int
+	maxBytes   int64
+
+	mu       sync.Mutex
+	entries  map[memoKey]*list.Element
+	lru      list.List // of *memoEntry, most recently used first
+	bytes    int64
+	inflight map[memoKey]chan struct{}
+
+	hits, misses atomic.Uint64
+}
+
+// Defaults of the output memo every Manager starts with.
+const (
+	// DefaultMemoEntries bounds the outputs remembered: two per distinct configuration (bootstrap and
+	// provisioning), so a few hundred distinct configurations.
+	DefaultMemoEntries = 512
+	// DefaultMemoBytes bounds the bytes of the outputs remembered. A default plugin's provisioning output is
+	// 20 to 40 KiB of JSON.
+	DefaultMemoBytes = 8 << 20
+)
+
+// MemoEnv turns the output memo off when set to "off" (or "0", "false"): for comparisons
+// (OSM_BENCH_OURS_ENV="OSM_PLUGIN_OUTPUT_MEMO=off").
+const MemoEnv = "OSM_PLUGIN_OUTPUT_MEMO"
+
+type memoKey [sha256.Size]byte
+
+type memoEntry struct {
+	key memoKey
+	out []byte
+}
+
+// NewMemo returns a memo bounded by maxEntries outputs and maxBytes bytes of them; nil (no memo) when either is
+// not positive.
+func NewMemo(maxEntries int, maxBytes int64) *Memo {
+	if maxEntries <= 0 || maxBytes <= 0 {
+		return nil
+	}
+	return &Memo{maxEntries: maxEntries, maxBytes: maxBytes, entries: map[memoKey]*list.Element{}, inflight: map[memoKey]chan struct{}{}}
+}
+
+func newMemoKey(digest, export string, req []byte) memoKey {
+	h := sha256.New()
+	var n [8]byte
+	for _, part := range [][]byte{[]byte(digest), []byte(export), req} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	var k memoKey
+	h.Sum(k[:0])
+	return k
+}
+
+// MemoStats are a memo's counters.
+type MemoStats struct {
+	Hits, Misses uint64
+	Entries      int
+	Bytes        int64
+}
+
+// Stats returns the memo's counters; zero for nil.
+func (c *Memo) Stats() MemoStats {
+	if c == nil {
+		return MemoStats{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return MemoStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: len(c.entries), Bytes: c.bytes}
+}
+
+// get returns a copy of the output remembered for key.
+func (c *Memo) get(key memoKey) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.getLocked(key)
+}
+
+func (c *Memo) getLocked(key memoKey) ([]byte, bool) {
+	el, ok := c.entries[key]
+	if !ok {
+		return nil, false
+	}
+	c.lru.MoveToFront(el)
+	return append([]byte(nil), el.Value.(*memoEntry).out...), true
+}
+
+// put remembers a copy of out for key, evicting the least recently used outputs beyond the bounds. An output
+// larger than a quarter of the byte bound is not remembered: it would push out many others.
+func (c *Memo) put(key memoKey, out []byte) {
+	size := int64(len(out)) + int64(len(key))
+	if size > c.maxBytes/4 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[key]; ok {
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.entries[key] = c.lru.PushFront(&memoEntry{key: key, out: append([]byte(nil), out...)})
+	c.bytes += size
+	for len(c.entries) > c.maxEntries || c.bytes > c.maxBytes {
+		last := c.lru.Back()
+		e := last.Value.(*memoEntry)
+		c.lru.Remove(last)
+		delete(c.entries, e.key)
+		c.bytes -= int64(len(e.out)) + int64(len(e.key))
+	}
+}
+
+// memoCall is one call's use of the memo: a remembered output (hit), or the duty to compute it, whose result
+// keep remembers, and end hands to the calls that waited for it.
+type memoCall struct {
+	c    *Memo
+	key  memoKey
+	out  []byte
+	hit  bool
+	lead chan struct{} // closed by end when this call computed for others
+}
+
+// begin looks key up. On a hit call.out is a copy of the output. Otherwise the caller runs the plugin, calls
+// keep with an output that decoded and checked, and end in any case. When another call is computing the same
+// key, begin waits for it (or for ctx) first; if that call failed, the caller runs the plugin itself.
+func (c *Memo) begin(ctx context.Context, digest, export string, req []byte) *memoCall {
+	if c == nil {
+		return &memoCall{}
+	}
+	mc := &memoCall{c: c, key: newMemoKey(digest, export, req)}
+	c.mu.Lock()
+	if out, ok := c.getLocked(mc.key); ok {
+		c.mu.Unlock()
+		c.hits.Add(1)
+		mc.out, mc.hit = out, true
+		return mc
+	}
+	wait, busy := c.inflight[mc.key]
+	if !busy {
+		mc.lead = make(chan struct{})
+		c.inflight[mc.key] = mc.lead
+	}
+	c.mu.Unlock()
+	if busy {
+		select {
+		case <-wait:
+			if out, ok := c.get(mc.key); ok {
+				c.hits.Add(1)
+				mc.out, mc.hit = out, true
+				return mc
+			}
+		case <-ctx.Done():
+		}
+	}
+	c.misses.Add(1)
+	return mc
+}
+
+// keep remembers the output of a call that missed.
+func (mc *memoCall) keep(out []byte) {
+	if mc.c != nil && !mc.hit {
+		mc.c.put(mc.key, out)
+	}
+}
+
+// end releases the calls waiting for this one.
+func (mc *memoCall) end() {
+	if mc.lead == nil {
+		return
+	}
+	mc.c.mu.Lock()
+	delete(mc.c.inflight, mc.key)
+	mc.c.mu.Unlock()
+	close(mc.lead)
+	mc.lead = nil
+}
+
+// memos holds each Manager's output memo, keyed weakly so a Manager that is gone takes its memo along.
+var memos sync.Map // weak.Pointer[Manager] -> *Memo (nil: off)
+
+// Memo returns the Manager's output memo, creating it with the defaults on first use (nil when MemoEnv
+// turns it off).
+func (m *Manager) Memo() *Memo {
+	wp := weak.Make(m)
+	if v, ok := memos.Load(wp); ok {
+		return v.(*Memo)
+	}
+	var c *Memo
+	switch os.Getenv(MemoEnv) {
+	case "off", "0", "false":
+	default:
+		c = NewMemo(DefaultMemoEntries, DefaultMemoBytes)
+	}
+	v, loaded := memos.LoadOrStore(wp, c)
+	if !loaded {
+		goruntime.AddCleanup(m, func(wp weak.Pointer[Manager]) { memos.Delete(wp) }, wp)
+	}
+	return v.(*Memo)
+}
+
+// SetMemo replaces the Manager's output memo; nil turns memoisation off (every call runs the plugin).
+func (m *Manager) SetMemo(c *Memo) {
+	wp := weak.Make(m)
+	if _, loaded := memos.Swap(wp, c); !loaded {
+		goruntime.AddCleanup(m, func(wp weak.Pointer[Manager]) { memos.Delete(wp) }, wp)
+	}
+}
