@@ -32,6 +32,8 @@ type proc struct {
 	nextID  uint64
 	pending map[uint64]*pending
 	loaded  map[string]*loadState
+	// ready is set once the host said it started.
+	ready bool
 	// death is set once, before dead is closed.
 	death *death
 	dead  chan struct{}
@@ -67,6 +69,8 @@ type death struct {
 	cause string
 	// reason is the runtime.Reason a culprit's caller gets.
 	reason runtime.Reason
+	// unstarted says the host died before it started: the host's own failure.
+	unstarted bool
 	// culprits are the operations the host was killed for, or the only one in flight when it died. Empty
 	// means nobody in particular: a crash or the memory watchdog with several operations in flight.
 	culprits map[uint64]bool
@@ -131,6 +135,10 @@ func (p *proc) read(stdout io.Reader) {
 			break
 		}
 		switch h.Op {
+		case opReady:
+			p.mu.Lock()
+			p.ready = true
+			p.mu.Unlock()
 		case opEvent:
 			if h.Event != nil {
 				p.progress(h.Event)
@@ -156,6 +164,11 @@ func (p *proc) read(stdout io.Reader) {
 		p.death = d
 	}
 	d := p.death
+	if !p.ready && d.reason == ReasonHostCrashed {
+		// It never started: nothing it was asked to do is to blame.
+		d.cause = "the plugin host did not start (" + strings.TrimPrefix(d.cause, "the plugin host died (")
+		d.culprits, d.unstarted = map[uint64]bool{}, true
+	}
 	if d.culprits == nil {
 		d.culprits = soleCulprit(p.pending)
 	}

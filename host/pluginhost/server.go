@@ -129,6 +129,11 @@ func Serve(r io.Reader, w io.Writer, cfg HostConfig) error {
 		return err
 	}
 	defer func() { _ = rt.Close(context.Background()) }()
+	// Ready tells the supervisor the host started: a host that dies before saying so failed on its own, and
+	// no module is to blame.
+	if err := out.write(&header{Op: opReady}, nil); err != nil {
+		return err
+	}
 	in := newFrameReader(r)
 	for {
 		h, payload, err := in.read()

@@ -142,10 +142,11 @@ type Supervisor struct {
 	log     logr.Logger
 	metrics *metrics
 
-	mu      sync.Mutex
-	main    *proc
-	closed  bool
-	strikes map[string]*record
+	mu               sync.Mutex
+	main             *proc
+	closed           bool
+	strikes          map[string]*record
+	lastStartFailure time.Time
 
 	// probationMu runs probation operations one at a time.
 	probationMu   sync.Mutex
@@ -175,6 +176,15 @@ func New(cfg Config) (*Supervisor, error) {
 	return &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, strikes: map[string]*record{}}, nil
 }
 
+// startBackoff is how long after a host failed to start no new one is started.
+const startBackoff = time.Second
+
+func (s *Supervisor) startFailed() {
+	s.mu.Lock()
+	s.lastStartFailure = time.Now()
+	s.mu.Unlock()
+}
+
 // mainProc returns the running main host, starting one if there is none.
 func (s *Supervisor) mainProc() (*proc, error) {
 	s.mu.Lock()
@@ -188,6 +198,9 @@ func (s *Supervisor) mainProc() (*proc, error) {
 		default:
 			return s.main, nil
 		}
+	}
+	if wait := startBackoff - time.Since(s.lastStartFailure); wait > 0 {
+		return nil, &runtime.Error{Reason: ReasonHostCrashed, Detail: fmt.Sprintf("the plugin host failed to start less than %s ago; retrying in %s", startBackoff, wait.Round(time.Millisecond))}
 	}
 	p, err := s.startProc("main")
 	if err != nil {
@@ -240,6 +253,11 @@ func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*pr
 		switch {
 		case hd.death.reason == runtime.ReasonClosed:
 			return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: runtime.ReasonClosed, Detail: hd.death.cause}
+		case hd.death.unstarted:
+			// No module is to blame; the next operation tries a new host, after a pause that keeps a host
+			// that cannot start from being restarted in a loop.
+			s.startFailed()
+			return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: ReasonHostCrashed, Detail: hd.death.cause}
 		case hd.culprit:
 			return s.blame(m, what, hd.death)
 		case len(hd.death.culprits) > 0 && attempt < maxRetries:

@@ -232,3 +232,21 @@ func residentBytes(t *testing.T, pid int) uint64 {
 	}
 	return pages * uint64(os.Getpagesize())
 }
+
+// TestAHostThatCannotStartBlamesNoModule: a host that dies before it starts (here: an executable that is not
+// a plugin host) fails the operation without counting against its module, so a broken deployment does not
+// quarantine every plugin, and is not restarted in a loop.
+func TestAHostThatCannotStartBlamesNoModule(t *testing.T) {
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.Executable = "/bin/true" })
+	m := module("hand", handwasm.Plugin(nil, nil, 1))
+	for i := range 3 {
+		_, err := s.Load(context.Background(), m)
+		if r := reasonOf(err); r != pluginhost.ReasonHostCrashed || !strings.Contains(err.Error(), "did not start") {
+			t.Fatalf("load %d: %v, want HostCrashed: did not start", i, err)
+		}
+		if _, err := s.Load(context.Background(), m); err == nil || !strings.Contains(err.Error(), "failed to start less than") {
+			t.Fatalf("an immediate retry: %v, want the start back-off", err)
+		}
+		time.Sleep(1100 * time.Millisecond)
+	}
+}

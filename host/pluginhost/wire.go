@@ -26,6 +26,7 @@ const (
 
 // Messages from the host to the controller.
 const (
+	opReady = "ready"
 	opReply = "reply"
 	opEvent = "event"
 )
