@@ -41,7 +41,7 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 		Annotations: map[string]string{annotationErrorExitCode: "2"},
 		RunE:        func(cmd *cobra.Command, _ []string) error { return o.run(cmd, g) },
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return exitError{code: 2, err: err} })
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return exitError{code: 2, err: suggestFlag(c, err)} })
 	f := cmd.Flags()
 	f.StringVarP(&o.mdFile, "filename", "f", "", "MachineDeployment YAML file (required).")
 	f.StringVar(&o.fromFile, "from", "", "OperatingSystemProfile YAML file of the version rolled out now (required).")
