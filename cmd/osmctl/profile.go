@@ -26,13 +26,13 @@ func newProfileCommand(_ *globals) *cobra.Command {
 				return err
 			}
 			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tOS\tVERSION\tPROFILE VERSION\tUTILITY\tPLUGIN")
+			_, _ = fmt.Fprintln(w, "NAME\tOS\tVERSION\tPROFILE VERSION\tUTILITY\tPLUGIN")
 			for _, o := range osps {
 				plugin := "-"
 				if o.Spec.Plugin != nil {
 					plugin = o.Spec.Plugin.Builtin
 				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, o.Spec.OSName, o.Spec.OSVersion, o.Spec.Version, o.Spec.ProvisioningUtility, plugin)
+				_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", o.Name, o.Spec.OSName, o.Spec.OSVersion, o.Spec.Version, o.Spec.ProvisioningUtility, plugin)
 			}
 			return w.Flush()
 		},

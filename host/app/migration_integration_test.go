@@ -139,7 +139,7 @@ func TestMigrationFromUpstream(t *testing.T) {
 				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: osc.UpstreamKubeletSecretName(md)}},
 			} {
 				if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
-					return fmt.Errorf("upstream's %s still there (%v)", o.GetName(), err)
+					return fmt.Errorf("upstream's %s still there (%w)", o.GetName(), err)
 				}
 			}
 			return nil

@@ -135,7 +135,7 @@ func setCRDSpec(t *testing.T, env *testenv.Env, want *apiextensionsv1.CustomReso
 		if err == nil {
 			return
 		}
-		if i > 20 || !(apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err)) {
+		if i > 20 || (!apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err)) {
 			t.Fatalf("CRD %s: %v", want.Name, err)
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -70,7 +71,8 @@ func toWire(err error) *wireError {
 	if err == nil {
 		return nil
 	}
-	if re, ok := err.(*runtime.Error); ok {
+	var re *runtime.Error
+	if errors.As(err, &re) {
 		return &wireError{Plugin: re.Plugin, Digest: re.Digest, Export: re.Export, Reason: re.Reason, Detail: re.Detail, Stderr: re.Stderr}
 	}
 	return &wireError{Reason: runtime.ReasonInvalidModule, Detail: err.Error()}
@@ -80,6 +82,10 @@ func (w *wireError) err() error {
 	if w == nil {
 		return nil
 	}
+	return w.runtimeError()
+}
+
+func (w *wireError) runtimeError() *runtime.Error {
 	return &runtime.Error{Plugin: w.Plugin, Digest: w.Digest, Export: w.Export, Reason: w.Reason, Detail: w.Detail, Stderr: w.Stderr}
 }
 
@@ -121,7 +127,7 @@ func (e *wireEvent) dispatch(h runtime.Hooks) {
 		if h.Called != nil {
 			ev := runtime.CallEvent{Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Duration: d, Memory: e.Memory}
 			if e.Err != nil {
-				ev.Err = e.Err.err().(*runtime.Error)
+				ev.Err = e.Err.runtimeError()
 			}
 			h.Called(ev)
 		}
