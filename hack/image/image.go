@@ -58,7 +58,7 @@ func Binaries(o Options, dir string) (map[string]string, error) {
 		cmd.Dir = o.Root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+o.Arch)
 		if b, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("building %s: %v\n%s", name, err, b)
+			return nil, fmt.Errorf("building %s: %w\n%s", name, err, b)
 		}
 		out[name] = bin
 	}

@@ -59,7 +59,7 @@ func run(ctx context.Context, o Options, push, layout string, plainHTTP bool) er
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	bins, err := Binaries(o, dir)
 	if err != nil {
 		return err
