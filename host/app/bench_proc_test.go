@@ -280,15 +280,15 @@ func descendants(pid int) []int {
 // children it has reaped (cutime+cstime: a plugin host that was killed or restarted), and that of every live
 // descendant (a long-lived plugin host, which cutime covers only once it has exited) with the children they
 // reaped in turn. A host that exits between the two reads is counted once: either live or reaped.
-func treeCPU(pid int) time.Duration {
-	var total time.Duration
+func treeCPU(pid int) (total, hosts time.Duration) {
 	for _, p := range descendants(pid) {
 		if self, reaped, ok := procStat(p); ok {
-			total += self + reaped
+			hosts += self + reaped
 		}
 	}
 	self, reaped, _ := procStat(pid)
-	return total + self + reaped
+	hosts += reaped
+	return self + hosts, hosts
 }
 
 // treeProcs is how many processes the tree under pid has: 1 plus its live descendants.
