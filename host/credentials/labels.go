@@ -14,6 +14,8 @@
 package credentials
 
 import (
+	"maps"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
@@ -78,8 +80,6 @@ func merge(into, from map[string]string) map[string]string {
 	if into == nil {
 		into = make(map[string]string, len(from))
 	}
-	for k, v := range from {
-		into[k] = v
-	}
+	maps.Copy(into, from)
 	return into
 }

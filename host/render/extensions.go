@@ -82,10 +82,10 @@ func (r *Renderer) resolve(ctx context.Context, m *machine, ref *osmv1alpha1.Plu
 	p, err := r.Plugins.Resolve(ctx, m.Profile.Namespace, ref)
 	if err != nil {
 		var re *Error
-		if errors.As(err, &re) {
-			return nil, err
+		if !errors.As(err, &re) {
+			err = named(err)
 		}
-		return nil, withReason(osmv1alpha1.ReasonPluginNotFound, named(err))
+		return nil, fromSource(err)
 	}
 	md := p.Metadata()
 	osp := m.Profile

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -279,7 +280,7 @@ func (o *Output) callRender(ctx context.Context, m *machine, p Plugin, config ma
 	}
 	resp, err := p.Render(ctx, req)
 	if err != nil {
-		return nil, withReason(osmv1alpha1.ReasonPluginFailed, err)
+		return nil, pluginFailed(err)
 	}
 	o.Warnings = append(o.Warnings, resp.Warnings...)
 	o.noteDeferred(stage, resp)
@@ -295,9 +296,7 @@ func pluginConfig(md abi.Metadata, cfg map[string]string) map[string]string {
 			out[opt.Name] = opt.Default
 		}
 	}
-	for k, v := range cfg {
-		out[k] = v
-	}
+	maps.Copy(out, cfg)
 	if len(out) == 0 {
 		return nil
 	}

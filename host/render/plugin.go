@@ -41,7 +41,7 @@ func withSession(ctx context.Context, p Plugin) (Plugin, func(), error) {
 	}
 	s, err := sp.Session(ctx)
 	if err != nil {
-		return nil, nil, withReason(osmv1alpha1.ReasonPluginFailed, err)
+		return nil, nil, pluginFailed(err)
 	}
 	return sessionRender{Plugin: p, s: s}, s.Close, nil
 }

@@ -66,7 +66,7 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 		}
 	}
 	if re := (*Error)(nil); errors.As(err, &re) {
-		return nil, &Error{Reason: re.Reason, Err: fmt.Errorf("encoding the %s stage for %s: %w", stage, o.Utility(), err)}
+		return nil, &Error{Reason: re.Reason, Err: fmt.Errorf("encoding the %s stage for %s: %w", stage, o.Utility(), err), Transient: re.Transient}
 	}
 	if err != nil {
 		return nil, withReason(osmv1alpha1.ReasonRenderFailed, fmt.Errorf("encoding the %s stage for %s: %w", stage, o.Utility(), err))
@@ -125,7 +125,7 @@ func (o *Output) substituteEncoded(stage abi.Stage, data []byte, cfg *abi.NodeCo
 	}
 	for _, p := range o.allPlaceholders() {
 		if bytes.Contains(in, []byte(p)) && !bytes.Contains(data, []byte(p)) {
-			return nil, withReason(osmv1alpha1.ReasonPluginFailed, fmt.Errorf(
+			return nil, pluginFailed(fmt.Errorf(
 				"the plugin's encoder dropped or transformed the credential placeholder %s; encoders must copy placeholders verbatim, the host substitutes them after encoding", p))
 		}
 	}
@@ -149,7 +149,7 @@ func (o *Output) pluginEncode(ctx context.Context, stage abi.Stage, cfg *abi.Nod
 		ABIVersion: abi.Version, Stage: stage, ProvisioningUtility: o.Utility(), Context: rc, Config: *cfg,
 	})
 	if err != nil {
-		return nil, withReason(osmv1alpha1.ReasonPluginFailed, err)
+		return nil, pluginFailed(err)
 	}
 	return resp.UserData, nil
 }

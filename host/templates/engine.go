@@ -3,8 +3,9 @@ package templates
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -88,14 +89,10 @@ func (b *budget) renderStage(section string, cfg *osmv1alpha1.OSPConfig, contain
 			continue
 		}
 		files = append(files, cr.Files...)
-		for k, v := range cr.Templates {
-			named[k] = v
-		}
+		maps.Copy(named, cr.Templates)
 		break
 	}
-	for k, v := range cfg.Templates {
-		named[k] = v
-	}
+	maps.Copy(named, cfg.Templates)
 	defines, err := b.renderNamed(section, named, data)
 	if err != nil {
 		return nil, err
@@ -169,11 +166,7 @@ func fileField(section string, i, own int, runtime string) string {
 // renderNamed executes each named template on its own and wraps the output in a define, the way upstream
 // does. Names are processed in order so errors are reported deterministically.
 func (b *budget) renderNamed(section string, named map[string]string, data any) ([]string, error) {
-	names := make([]string, 0, len(named))
-	for n := range named {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(named))
 	defines := make([]string, 0, len(names))
 	for _, name := range names {
 		where := fmt.Sprintf("%s.templates[%s]", section, name)
@@ -263,21 +256,10 @@ func convertModules(m *osmv1alpha1.CloudInitModule) *abi.Modules {
 	return &abi.Modules{
 		BootCMD:        append([]string(nil), m.BootCMD...),
 		RunCMD:         append([]string(nil), m.RunCMD...),
-		RHSubscription: copyMap(m.RHSubscription),
+		RHSubscription: maps.Clone(m.RHSubscription),
 		YumRepos:       copyRepos(m.YumRepos),
 		YumRepoDir:     m.YumRepoDir,
 	}
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func copyRepos(m map[string]map[string]string) map[string]map[string]string {
@@ -286,7 +268,7 @@ func copyRepos(m map[string]map[string]string) map[string]map[string]string {
 	}
 	out := make(map[string]map[string]string, len(m))
 	for k, v := range m {
-		out[k] = copyMap(v)
+		out[k] = maps.Clone(v)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -29,7 +30,7 @@ func sectionWarnings(cfg *osmv1alpha1.OSPConfig, p *field.Path) []string {
 				"download can replace what the node runs; verify against a CA instead (curl --cacert, wget --ca-certificate)", f, what))
 		}
 	}
-	for _, name := range sortedKeys(cfg.Templates) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Templates)) {
 		check(p.Child("templates").Key(name), cfg.Templates[name])
 	}
 	checkFiles := func(files []osmv1alpha1.File, fp *field.Path) {
@@ -42,7 +43,7 @@ func sectionWarnings(cfg *osmv1alpha1.OSPConfig, p *field.Path) []string {
 	checkFiles(cfg.Files, p.Child("files"))
 	for i, cr := range cfg.SupportedContainerRuntimes {
 		cp := p.Child("supportedContainerRuntimes").Index(i)
-		for _, name := range sortedKeys(cr.Templates) {
+		for _, name := range slices.Sorted(maps.Keys(cr.Templates)) {
 			check(cp.Child("templates").Key(name), cr.Templates[name])
 		}
 		checkFiles(cr.Files, cp.Child("files"))
@@ -130,13 +131,4 @@ func insecureFlags(tool string, args []string) []string {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/internal/failure"
 	"github.com/osmhq/osm/host/extension"
 )
 
@@ -33,7 +34,7 @@ func (r *Reconciler) loadExtensions(ctx context.Context, st *state) error {
 	}
 	xs, err := extension.For(st.osp, provider, list.Items)
 	if err != nil {
-		return stall(osmv1alpha1.ReasonExtensionInvalid, err)
+		return failure.Stalled(osmv1alpha1.ReasonExtensionInvalid, err)
 	}
 	st.extensions = xs
 	if len(xs) == 0 && len(st.osp.Spec.Plugins) == 0 {

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osmhq/osm/host/controllers/internal/failure"
 )
 
 type metrics struct {
@@ -53,8 +55,8 @@ func (m *metrics) observe(st *state, err error, took time.Duration) {
 	reason := "Succeeded"
 	if err != nil {
 		reason = "Error"
-		if s, ok := isStalling(err); ok {
-			reason = s.reason
+		if f, ok := failure.As(err); ok {
+			reason = f.Reason
 		}
 	}
 	m.outcomes.WithLabelValues(reason).Inc()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/internal/failure"
 	"github.com/osmhq/osm/sdk/abi"
 )
 
@@ -27,8 +29,9 @@ const DefaultPluginSecretRetry = 15 * time.Second
 
 // loadPluginSecrets reads the values of the profile's spec.plugin.secrets from the profile's namespace, with
 // a direct API read: the informer caches hold only the Secrets OSM writes. A Secret or key that is missing (or
-// that the controller may not read) stalls the MachineDeployment with PluginSecretMissing before anything is
-// issued or written; the message names the Secret and key, never a value.
+// that the controller may not read) fails the MachineDeployment with PluginSecretMissing before anything is
+// issued or written, and it is looked for again every PluginSecretRetry; the message names the Secret and key,
+// never a value.
 func (r *Reconciler) loadPluginSecrets(ctx context.Context, st *state) error {
 	if st.osp.Spec.Plugin == nil || len(st.osp.Spec.Plugin.Secrets) == 0 {
 		return nil
@@ -68,12 +71,9 @@ func (r *Reconciler) pluginSecretValue(ctx context.Context, osp *osmv1alpha1.Ope
 	return string(v), nil
 }
 
+// pluginSecretMissing waits for the Secret: nothing watches it (see DefaultPluginSecretRetry).
 func (r *Reconciler) pluginSecretMissing(err error) error {
-	retry := r.PluginSecretRetry
-	if retry == 0 {
-		retry = DefaultPluginSecretRetry
-	}
-	return &stallingError{reason: osmv1alpha1.ReasonPluginSecretMissing, err: err, retryAfter: retry}
+	return failure.Waiting(osmv1alpha1.ReasonPluginSecretMissing, err, 0)
 }
 
 // pluginSecretsHash digests the values by name; "" when there are none, which is what a provisioning Secret
@@ -98,7 +98,7 @@ func pluginSecretsCurrent(st *state) bool {
 // secrets. A Secret written with secrets the profile no longer has gets an empty digest (annotations are
 // merged, so leaving it out would keep the old one, and the Secret would never look current again).
 func withPluginSecretsHash(st *state, ann map[string]string) map[string]string {
-	out := copyMap(ann)
+	out := maps.Clone(ann)
 	if st.pluginSecretsHash != "" || (st.provisioning != nil && st.provisioning.Annotations[AnnotationPluginSecretsHash] != "") {
 		out[AnnotationPluginSecretsHash] = st.pluginSecretsHash
 	}

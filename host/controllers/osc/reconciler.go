@@ -7,12 +7,11 @@ package osc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/internal/failure"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/internal/parallel"
 	"github.com/osmhq/osm/host/render"
@@ -78,6 +78,8 @@ type Reconciler struct {
 	recent       recentWrites
 	// upstreamChecked holds the UIDs of the MachineDeployments whose upstream leftovers are gone (upstream.go).
 	upstreamChecked sync.Map
+	// kubeletSecretNeeded holds needsKubeletBootstrapSecret's answer by profile UID, for one generation.
+	kubeletSecretNeeded sync.Map
 }
 
 // Reconcile brings one MachineDeployment's configuration up to date.
@@ -90,12 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	ctx = logr.NewContext(ctx, log)
 
 	if !md.DeletionTimestamp.IsZero() || md.Annotations[clusterv1alpha1.AnnotationOSP] == "" {
-		err := r.finalize(ctx, md)
-		if apierrors.IsConflict(err) {
-			// Our cache was behind another writer of the MachineDeployment; the next attempt reads it again.
-			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
-		}
-		return ctrl.Result{}, err
+		return r.policy().Result(r.finalize(ctx, md))
 	}
 	if md.Annotations[clusterv1alpha1.AnnotationRevision] == "" {
 		// machine-controller gives a new MachineDeployment its first revision right after creating it, and
@@ -107,10 +104,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	start := time.Now()
 	st := &state{md: md}
-	result, err := r.reconcile(ctx, st)
+	err := r.reconcile(ctx, st)
 	r.metrics.observe(st, err, time.Since(start))
-	var fin *finalizerError
-	if errors.As(err, &fin) {
+	if errors.Is(err, errAddingFinalizer) {
 		// Only credentials were written for the MachineDeployment: no status, no event. Without the finalizer
 		// nothing would remove them if the MachineDeployment went away now; the next attempt issues them again.
 		// Unless the cache had only not seen the finalizer an earlier reconcile added: then it is there, and
@@ -120,26 +116,28 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				log.Error(rerr, "revoking the credentials of a MachineDeployment without finalizer")
 			}
 		}
-		if apierrors.IsConflict(fin.err) {
-			return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
-		}
-		return ctrl.Result{}, fin.err
+		return r.policy().Result(err)
 	}
 	if rerr := r.report(ctx, st, err); rerr != nil && err == nil {
 		err = rerr
 	}
-	if s, ok := isStalling(err); ok {
-		log.Info("configuration cannot be rendered until something changes", "reason", s.reason, "error", s.err.Error())
-		if s.retryAfter > 0 {
-			return ctrl.Result{RequeueAfter: s.retryAfter}, nil
-		}
-		return ctrl.Result{}, nil
+	if err == nil {
+		return ctrl.Result{RequeueAfter: st.refreshAfter(time.Now())}, nil
 	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		// Our cache was behind our own writes; the next attempt reads what is really there.
-		return ctrl.Result{RequeueAfter: 100 * time.Millisecond}, nil
+	if f, ok := failure.As(err); ok {
+		log.Info("configuration cannot be rendered", "reason", f.Reason, "then", f.Action.String(), "error", f.Err.Error())
 	}
-	return result, err
+	return r.policy().Result(err)
+}
+
+// policy is when the reconciler looks again after a failure (failure.Policy): a Retry after StalledRetry, a
+// Wait (a missing plugin Secret) after PluginSecretRetry unless the failure says (a plugin image being pulled).
+func (r *Reconciler) policy() failure.Policy {
+	wait := r.PluginSecretRetry
+	if wait == 0 {
+		wait = DefaultPluginSecretRetry
+	}
+	return failure.Policy{Retry: r.StalledRetry, Wait: wait}
 }
 
 // hasFinalizer reports whether the MachineDeployment carries our finalizer on the API server, past the cache.
@@ -155,7 +153,7 @@ func (r *Reconciler) hasFinalizer(ctx context.Context, md *clusterv1alpha1.Machi
 }
 
 // reconcile runs the steps in order. Each reads what the previous ones put into st.
-func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, error) {
+func (r *Reconciler) reconcile(ctx context.Context, st *state) error {
 	for _, step := range []func(context.Context, *state) error{
 		r.loadProfile,
 		r.loadExtensions,
@@ -166,17 +164,15 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) (ctrl.Result, err
 		r.writeOutputs,
 	} {
 		if err := step(ctx, st); err != nil {
-			return ctrl.Result{}, err
+			return err
 		}
 		if st.done {
 			break
 		}
 	}
 	r.removeUpstreamLeftovers(ctx, st.md)
-	return ctrl.Result{RequeueAfter: st.refreshAfter(time.Now())}, nil
+	return nil
 }
-
-var _ = prometheus.Labels{}
 
 // prepareWrites puts the finalizer on the MachineDeployment and issues its credentials — API round trips —
 // while the render, which needs neither, runs. A render depends on the credentials only through the decision
@@ -195,7 +191,7 @@ func (r *Reconciler) prepareWrites(ctx context.Context, st *state) error {
 		}
 		md := st.md.DeepCopy()
 		if err := r.patchFinalizers(ctx, md, controllerutil.AddFinalizer); err != nil {
-			return &finalizerError{err: err}
+			return fmt.Errorf("%w: %w", errAddingFinalizer, err)
 		}
 		patched = md
 		return nil
@@ -213,11 +209,9 @@ func (r *Reconciler) prepareWrites(ctx context.Context, st *state) error {
 	return err
 }
 
-// finalizerError is a failure to add the finalizer, before anything was written for the MachineDeployment.
-type finalizerError struct{ err error }
-
-func (e *finalizerError) Error() string { return "adding finalizer: " + e.err.Error() }
-func (e *finalizerError) Unwrap() error { return e.err }
+// errAddingFinalizer marks a failure to add the finalizer, before anything was written for the
+// MachineDeployment.
+var errAddingFinalizer = errors.New("adding finalizer")
 
 // patchFinalizers adds or removes our finalizer. The list is written whole, so the patch carries the
 // resourceVersion it was computed from: read from a cache that had not yet seen another controller's finalizer,

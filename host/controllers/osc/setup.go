@@ -1,9 +1,11 @@
 package osc
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -61,7 +63,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 
 	managed := predicate.NewPredicateFuncs(func(o client.Object) bool {
 		_, named := o.GetAnnotations()[clusterv1alpha1.AnnotationOSP]
-		return named || containsString(o.GetFinalizers(), Finalizer)
+		return named || slices.Contains(o.GetFinalizers(), Finalizer)
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("operatingsystemconfig").
@@ -88,7 +90,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 			predicate.TypedFuncs[*corev1.Secret]{
 				CreateFunc: func(event.TypedCreateEvent[*corev1.Secret]) bool { return false },
 				UpdateFunc: func(e event.TypedUpdateEvent[*corev1.Secret]) bool {
-					return e.ObjectNew.GetNamespace() == r.Settings.CloudInitSettingsNamespace && !equalData(e.ObjectOld.Data, e.ObjectNew.Data)
+					return e.ObjectNew.GetNamespace() == r.Settings.CloudInitSettingsNamespace && !maps.EqualFunc(e.ObjectOld.Data, e.ObjectNew.Data, bytes.Equal)
 				},
 				DeleteFunc: func(e event.TypedDeleteEvent[*corev1.Secret]) bool {
 					return e.Object.GetNamespace() == r.Settings.CloudInitSettingsNamespace || isBootstrapToken(e.Object)
@@ -209,13 +211,4 @@ func deletedOrRenderHashChanged() predicate.Predicate {
 		},
 		DeleteFunc: func(event.DeleteEvent) bool { return true },
 	}
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

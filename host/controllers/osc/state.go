@@ -22,6 +22,8 @@ type state struct {
 	pluginDigest    string
 	pipelineDigests []string
 	extensionInputs any
+	// kubeletSecret says the profile needs the kubelet bootstrap kubeconfig Secret (needsKubeletBootstrapSecret).
+	kubeletSecret bool
 	// extensions are the OperatingSystemProfileExtensions that apply, in order.
 	extensions []*osmv1alpha1.OperatingSystemProfileExtension
 

@@ -17,6 +17,7 @@ import (
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/internal/failure"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/render"
 )
@@ -79,7 +80,7 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 // ready), with the plugin's warnings as events.
 func (r *Reconciler) notify(ctx context.Context, st *state, reconcileErr error) {
 	if reconcileErr != nil {
-		reason, msg := failure(reconcileErr)
+		reason, msg := reported(reconcileErr)
 		r.Recorder.Event(st.md, corev1.EventTypeWarning, reason, msg)
 		return
 	}
@@ -93,11 +94,12 @@ func (r *Reconciler) notify(ctx context.Context, st *state, reconcileErr error) 
 	}
 }
 
-// failure is the reason and the one-line message a reconcile error is reported with.
-func failure(err error) (reason, msg string) {
+// reported is the reason and the one-line message a reconcile error is reported with: a classified failure's
+// reason, WriteFailed for any other error (an API call that failed, retried with backoff).
+func reported(err error) (reason, msg string) {
 	reason = osmv1alpha1.ReasonWriteFailed
-	if s, ok := isStalling(err); ok {
-		reason = s.reason
+	if f, ok := failure.As(err); ok {
+		reason = f.Reason
 	}
 	return reason, oneLine(err.Error())
 }
@@ -115,7 +117,7 @@ func (r *Reconciler) setStatus(st *state, status *osmv1alpha1.OperatingSystemCon
 		status.Profile = fmt.Sprintf("%s/%s@%s", st.osp.Namespace, st.osp.Name, st.osp.Spec.Version)
 	}
 	if reconcileErr != nil {
-		reason, msg := failure(reconcileErr)
+		reason, msg := reported(reconcileErr)
 		condType := osmv1alpha1.ConditionRendered
 		if reason == osmv1alpha1.ReasonWriteFailed {
 			condType = osmv1alpha1.ConditionSecretsWritten

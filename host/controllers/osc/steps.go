@@ -18,6 +18,7 @@ import (
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/internal/failure"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/internal/parallel"
 	"github.com/osmhq/osm/host/render"
@@ -36,7 +37,7 @@ func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
 	if err := r.Mgmt.Get(ctx, key, st.osp); err != nil {
 		st.osp = nil
 		if apierrors.IsNotFound(err) {
-			return stall(osmv1alpha1.ReasonProfileNotFound, fmt.Errorf("OperatingSystemProfile %s does not exist; create it or fix the %s annotation", key, clusterv1alpha1.AnnotationOSP))
+			return failure.Stalled(osmv1alpha1.ReasonProfileNotFound, fmt.Errorf("OperatingSystemProfile %s does not exist; create it or fix the %s annotation", key, clusterv1alpha1.AnnotationOSP))
 		}
 		return fmt.Errorf("reading OperatingSystemProfile %s: %w", key, err)
 	}
@@ -44,14 +45,15 @@ func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
 	// Nothing of a profile that does not — its plugin secrets, pull secret, extensions — is read or rendered.
 	if err := render.ProfileAllowed(st.osp, st.md.Namespace, r.Settings.Namespace); err != nil {
 		st.osp = nil
-		return stall(osmv1alpha1.ReasonProfileNotAllowed, err)
+		return failure.Stalled(osmv1alpha1.ReasonProfileNotAllowed, err)
 	}
 	var err error
 	if st.cluster, err = r.ClusterInfo(ctx); err != nil {
-		return stall(osmv1alpha1.ReasonRenderFailed, err)
+		return failure.Stalled(osmv1alpha1.ReasonRenderFailed, err)
 	}
 	st.pluginDigest = r.pluginDigest(ctx, st.osp.Namespace, st.osp.Spec.Plugin)
 	st.hash = inputHash(st.md, st.osp, st.pluginDigest, st.cluster, r.settingsHash, r.Build)
+	st.kubeletSecret = r.needsKubeletBootstrapSecret(st.osp)
 	return nil
 }
 
@@ -115,7 +117,7 @@ func (r *Reconciler) readCurrent(ctx context.Context, st *state, mgmt, worker cl
 	switch err := mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); {
 	case err == nil:
 		if !credentials.Owns(st.md, osc) {
-			return stall(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
+			return failure.Stalled(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
 				Name: osc.Namespace + "/" + osc.Name, Owner: credentials.Owner(osc)})
 		}
 		st.osc, st.oscStatusRead = &osmv1alpha1.OperatingSystemConfig{ObjectMeta: osc.ObjectMeta}, false
@@ -162,7 +164,7 @@ func (r *Reconciler) conflict(ctx context.Context, st *state, secret *corev1.Sec
 		}
 	}
 	err := &credentials.ConflictError{Kind: "Secret", Name: secret.Namespace + "/" + secret.Name, Owner: credentials.Owner(secret)}
-	return &stallingError{reason: reason, err: err, retryAfter: r.StalledRetry}
+	return failure.Retrying(reason, err)
 }
 
 // reporting reports whether the OSC's Ready condition already gives reason. When its status cannot be read,
@@ -232,36 +234,47 @@ func (r *Reconciler) restoreReader(ctx context.Context, st *state) error {
 	return nil
 }
 
-// credentialFailure stalls on an object that is in the way (someone else's under the name OSM chose), which
-// retrying soon will not fix; other failures are retried.
+// credentialFailure reports an object in the way (someone else's under the name OSM chose) as a NameConflict,
+// retried only after a long pause: retrying soon will not fix it. Other failures are API errors, retried with
+// backoff.
 func (r *Reconciler) credentialFailure(err error) error {
 	var conflict *credentials.ConflictError
 	if errors.As(err, &conflict) {
-		return &stallingError{reason: osmv1alpha1.ReasonNameConflict, err: err, retryAfter: r.StalledRetry}
+		return failure.Retrying(osmv1alpha1.ReasonNameConflict, err)
 	}
 	return err
 }
 
 // upToDate reports whether everything written carries the current render hash and credentials.
 func (r *Reconciler) upToDate(st *state) bool {
-	if !r.renderedCurrent(st) || (st.kubeletBoot == nil && needsKubeletBootstrapSecret(st.osp)) {
+	if !r.renderedCurrent(st) || (st.kubeletBoot == nil && st.kubeletSecret) {
 		return false
 	}
 	if string(st.bootstrap.Data[KeyProvisioningToken]) != st.bootstrapToken.Value || !pluginSecretsCurrent(st) {
 		return false
 	}
-	return !needsKubeletBootstrapSecret(st.osp) || bytes.Equal(st.kubeletBoot.Data[KeyKubeconfig], []byte(r.kubeletKubeconfig(st)))
+	return !st.kubeletSecret || bytes.Equal(st.kubeletBoot.Data[KeyKubeconfig], []byte(r.kubeletKubeconfig(st)))
 }
 
 // needsKubeletBootstrapSecret reports whether the profile fetches the kubelet's bootstrap kubeconfig from its
-// own Secret, as upstream's profiles do. Plugins put it into the provisioning user-data instead, so for them
-// the Secret would only be one more write and one more object.
-func needsKubeletBootstrapSecret(osp *osmv1alpha1.OperatingSystemProfile) bool {
+// own Secret, as upstream's profiles do (they name .BootstrapKubeconfigSecretName somewhere in their spec).
+// Plugins put it into the provisioning user-data instead, so for them the Secret would only be one more write
+// and one more object. The answer is kept per profile generation: finding the name takes marshalling the spec.
+func (r *Reconciler) needsKubeletBootstrapSecret(osp *osmv1alpha1.OperatingSystemProfile) bool {
 	if osp.Spec.Plugin == nil {
 		return true
 	}
+	type answer struct {
+		generation int64
+		needs      bool
+	}
+	if a, ok := r.kubeletSecretNeeded.Load(osp.UID); ok && a.(answer).generation == osp.Generation && osp.Generation != 0 {
+		return a.(answer).needs
+	}
 	data, _ := json.Marshal(osp.Spec)
-	return bytes.Contains(data, []byte("BootstrapKubeconfigSecretName"))
+	needs := bytes.Contains(data, []byte("BootstrapKubeconfigSecretName"))
+	r.kubeletSecretNeeded.Store(osp.UID, answer{osp.Generation, needs})
+	return needs
 }
 
 func (r *Reconciler) kubeletKubeconfig(st *state) string {
@@ -313,23 +326,13 @@ func (r *Reconciler) render(ctx context.Context, st *state) error {
 	return nil
 }
 
-// renderFailure classifies a render error: everything the render pipeline reports is deterministic for the
-// same inputs and so stalls; a plugin failure may be load-related (a timeout) and is retried after a pause.
+// renderFailure classifies a render error (failure.FromRender), unless the controller is stopping: then nothing
+// is wrong with the profile or the plugin.
 func (r *Reconciler) renderFailure(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
-		return err // the controller is stopping; nothing is wrong with the profile or the plugin
+		return err
 	}
-	reason := render.Reason(err)
-	s := &stallingError{reason: reason, err: err}
-	if reason == osmv1alpha1.ReasonPluginFailed || reason == osmv1alpha1.ReasonPluginPullFailed {
-		s.retryAfter = r.StalledRetry
-	}
-	// A plugin image still being pulled in the background: look again soon instead of holding this worker.
-	var pending interface{ RetryAfter() time.Duration }
-	if errors.As(err, &pending) {
-		s.retryAfter = pending.RetryAfter()
-	}
-	return s
+	return failure.FromRender(err)
 }
 
 // annotations are what upstream OSM puts on the OSC and the Secrets, plus OSM's render hash.
@@ -389,7 +392,7 @@ func (r *Reconciler) replaceUnseen(ctx context.Context, st *state, osc *osmv1alp
 		return err
 	}
 	if !credentials.Owns(st.md, existing) {
-		return stall(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
+		return failure.Stalled(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
 			Name: existing.Namespace + "/" + existing.Name, Owner: credentials.Owner(existing)})
 	}
 	if err := r.Mgmt.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
@@ -439,7 +442,7 @@ func (r *Reconciler) writeOutputs(ctx context.Context, st *state) error {
 		return r.writeSecret(ctx, st, st.provisioning, render.ProvisioningSecretName(st.md),
 			map[string][]byte{render.CloudConfigKey: userData[abi.StageProvisioning]}, withPluginSecretsHash(st, ann))
 	}}
-	if needsKubeletBootstrapSecret(st.osp) {
+	if st.kubeletSecret {
 		first = append(first, func() error {
 			return r.writeSecret(ctx, st, st.kubeletBoot, render.KubeletBootstrapSecretName(st.md),
 				map[string][]byte{KeyKubeconfig: []byte(r.kubeletKubeconfig(st))}, ann)
@@ -472,7 +475,7 @@ func (r *Reconciler) writeOutputs(ctx context.Context, st *state) error {
 func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1.Secret, name string, data map[string][]byte, ann map[string]string) error {
 	if current == nil {
 		s := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.CloudInitSettingsNamespace, Name: name, Annotations: copyMap(ann)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.CloudInitSettingsNamespace, Name: name, Annotations: maps.Clone(ann)},
 			Type:       corev1.SecretTypeOpaque,
 			Data:       data,
 		}
@@ -483,12 +486,15 @@ func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1
 		st.noteWrote("Secret " + name)
 		return nil
 	}
-	if equalData(current.Data, data) && containsAll(current.Annotations, ann) && credentials.Marked(st.md, current) {
+	if maps.EqualFunc(current.Data, data, bytes.Equal) && containsAll(current.Annotations, ann) && credentials.Marked(st.md, current) {
 		return nil
 	}
 	updated := current.DeepCopy()
 	updated.Data = data
-	updated.Annotations = mergeMaps(updated.Annotations, ann)
+	if updated.Annotations == nil {
+		updated.Annotations = make(map[string]string, len(ann))
+	}
+	maps.Copy(updated.Annotations, ann)
 	credentials.Mark(st.md, updated)
 	if err := r.Worker.Update(ctx, updated); err != nil {
 		return fmt.Errorf("updating Secret %s/%s: %w", current.Namespace, name, err)
@@ -497,18 +503,7 @@ func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1
 	return nil
 }
 
-func equalData(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !bytes.Equal(v, b[k]) {
-			return false
-		}
-	}
-	return true
-}
-
+// containsAll reports whether have has every key of want with want's value.
 func containsAll(have, want map[string]string) bool {
 	for k, v := range want {
 		if have[k] != v {
@@ -516,20 +511,4 @@ func containsAll(have, want map[string]string) bool {
 		}
 	}
 	return true
-}
-
-func copyMap(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func mergeMaps(a, b map[string]string) map[string]string {
-	out := copyMap(a)
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -109,7 +110,7 @@ func (r *Reconciler) resolve(ctx context.Context, osp *osmv1alpha1.OperatingSyst
 		msg := strings.Join(strings.Fields(err.Error()), " ")
 		set(osmv1alpha1.ConditionPluginResolved, metav1.ConditionFalse, reason, msg)
 		set(osmv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
-		r.Recorder.Event(osp, "Warning", reason, msg)
+		r.Recorder.Event(osp, corev1.EventTypeWarning, reason, msg)
 		return
 	}
 	osp.Status.Plugin = &id
@@ -166,7 +167,7 @@ func (r *Reconciler) installDefault(ctx context.Context, req ctrl.Request) error
 	if apierrors.IsNotFound(err) {
 		osp := shipped.DeepCopy()
 		osp.Namespace = r.Namespace
-		osp.Labels = mergeLabels(osp.Labels, map[string]string{LabelDefault: "true"})
+		metav1.SetMetaDataLabel(&osp.ObjectMeta, LabelDefault, "true")
 		if err := r.Client.Create(ctx, osp); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("installing default profile %s: %w", osp.Name, err)
 		}
@@ -190,7 +191,7 @@ func (r *Reconciler) installDefault(ctx context.Context, req ctrl.Request) error
 	allowed := current.Spec.AllowedNamespaces // the operator's tenancy choice (docs/security.md) survives upgrades
 	current.Spec = *shipped.Spec.DeepCopy()
 	current.Spec.AllowedNamespaces = allowed
-	current.Labels = mergeLabels(current.Labels, map[string]string{LabelDefault: "true"})
+	metav1.SetMetaDataLabel(&current.ObjectMeta, LabelDefault, "true")
 	if err := r.Client.Update(ctx, current); err != nil {
 		return fmt.Errorf("upgrading default profile %s: %w", current.Name, err)
 	}
@@ -262,15 +263,4 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&osmv1alpha1.OperatingSystemProfile{}).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
-}
-
-func mergeLabels(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }
