@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,9 @@ import (
 const wait = 60 * time.Second
 
 // TestControllerAgainstRealAPIServer runs the whole controller (reconcilers, webhooks, plugin runtime) against a
-// real kube-apiserver and checks the contract with machine-controller end to end.
+// real kube-apiserver and checks the contract with machine-controller end to end. The profiles are shared; each
+// subtest creates the MachineDeployments (and the profile it changes) it needs, so any one runs alone
+// (go test -run 'TestControllerAgainstRealAPIServer/<name>').
 func TestControllerAgainstRealAPIServer(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
@@ -86,28 +89,25 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 			t.Errorf("status = %+v", got.Status)
 		}
 		fresh := &clusterv1alpha1.MachineDeployment{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil || !containsString(fresh.Finalizers, osc.Finalizer) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(md), fresh); err != nil || !slices.Contains(fresh.Finalizers, osc.Finalizer) {
 			t.Errorf("finalizer %s missing: %v %v", osc.Finalizer, fresh.Finalizers, err)
 		}
 	})
 
 	t.Run("the node credential reads its own provisioning data and nothing else", func(t *testing.T) {
-		if err := c.Create(ctx, newMD(t, "other", "ubuntu", "aws", "osp-ubuntu")); err != nil {
-			t.Fatal(err)
-		}
-		waitForSecret(t, c, "other-kube-system-provisioning-config", "1")
-		boot := waitForSecret(t, c, "workers-kube-system-bootstrap-config", "1")
+		boot, _ := renderedMD(t, c, "reader")
+		renderedMD(t, c, "other")
 		node := nodeClient(t, env, string(boot.Data[osc.KeyProvisioningToken]))
 		own := &corev1.Secret{}
-		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, own); err != nil {
+		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "reader-kube-system-provisioning-config"}, own); err != nil {
 			t.Fatalf("the node cannot read its own provisioning Secret: %v", err)
 		}
-		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers.kube-system-kubelet-bootstrap-config"}, &corev1.Secret{}); err != nil {
+		if err := node.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "reader.kube-system-kubelet-bootstrap-config"}, &corev1.Secret{}); err != nil {
 			t.Fatalf("the node cannot read its kubelet bootstrap kubeconfig: %v", err)
 		}
 		for _, forbidden := range []client.ObjectKey{
 			{Namespace: userDataNS, Name: "other-kube-system-provisioning-config"},
-			{Namespace: userDataNS, Name: "workers-kube-system-bootstrap-config"},
+			{Namespace: userDataNS, Name: "reader-kube-system-bootstrap-config"},
 			{Namespace: "kube-system", Name: "cluster-admin-token"},
 		} {
 			if err := node.Get(ctx, forbidden, &corev1.Secret{}); !apierrors.IsForbidden(err) {
@@ -120,39 +120,59 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 	})
 
 	t.Run("a new MD revision re-renders", func(t *testing.T) {
-		md := &clusterv1alpha1.MachineDeployment{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "workers"}, md); err != nil {
-			t.Fatal(err)
-		}
-		md.Annotations[clusterv1alpha1.AnnotationRevision] = "2"
-		md.Spec.Template.Spec.Versions.Kubelet = "1.34.1"
-		if err := c.Update(ctx, md); err != nil {
-			t.Fatal(err)
-		}
-		prov := waitForSecret(t, c, "workers-kube-system-provisioning-config", "2")
+		_, md := renderedMD(t, c, "revised")
+		eventually(t, wait, "the next revision written", func() error {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(md), md); err != nil {
+				return err
+			}
+			md.Annotations[clusterv1alpha1.AnnotationRevision] = "2"
+			md.Spec.Template.Spec.Versions.Kubelet = "1.34.1"
+			return c.Update(ctx, md) // conflicts while the controller adds its finalizer
+		})
+		prov := waitForSecret(t, c, "revised-kube-system-provisioning-config", "2")
 		if !strings.Contains(decodedFiles(t, prov), `KUBE_VERSION="${KUBE_VERSION:-v1.34.1}"`) {
 			t.Errorf("provisioning user-data not rendered for kubelet 1.34.1")
 		}
-		waitForSecret(t, c, "workers-kube-system-bootstrap-config", "2")
+		waitForSecret(t, c, "revised-kube-system-bootstrap-config", "2")
 	})
 
 	t.Run("a profile version bump re-renders its MachineDeployments", func(t *testing.T) {
-		osp := &osmv1alpha1.OperatingSystemProfile{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "osp-ubuntu"}, osp); err != nil {
+		// A profile of its own: the version bump must not re-render the other subtests' MachineDeployments.
+		osp := upstream.DeepCopy()
+		osp.Name = "osp-ubuntu-bumped"
+		if err := c.Create(ctx, osp); err != nil {
 			t.Fatal(err)
 		}
-		osp.Spec.ProvisioningConfig.Files = append(osp.Spec.ProvisioningConfig.Files, osmv1alpha1.File{Path: "/etc/osm-bumped",
-			Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: "bumped\n"}}})
-		if err := c.Update(ctx, osp); err == nil || !strings.Contains(err.Error(), "spec.version") {
+		md := newMD(t, "bumped", "ubuntu", "aws", osp.Name)
+		if err := c.Create(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+		waitForSecret(t, c, "bumped-kube-system-provisioning-config", "1")
+		// The profile's status is written meanwhile: each change is made to the profile as it is now.
+		change := func(version string) error {
+			for {
+				if err := c.Get(ctx, client.ObjectKeyFromObject(osp), osp); err != nil {
+					return err
+				}
+				osp.Spec.ProvisioningConfig.Files = append(osp.Spec.ProvisioningConfig.Files, osmv1alpha1.File{Path: "/etc/osm-bumped",
+					Content: osmv1alpha1.FileContent{Inline: &osmv1alpha1.FileContentInline{Data: "bumped\n"}}})
+				if version != "" {
+					osp.Spec.Version = version
+				}
+				if err := c.Update(ctx, osp); !apierrors.IsConflict(err) {
+					return err
+				}
+			}
+		}
+		if err := change(""); err == nil || !strings.Contains(err.Error(), "spec.version") {
 			t.Fatalf("a spec change without a version bump must be rejected naming spec.version, got %v", err)
 		}
-		osp.Spec.Version = "v1.99.0"
-		if err := c.Update(ctx, osp); err != nil {
+		if err := change("v1.99.0"); err != nil {
 			t.Fatal(err)
 		}
 		eventually(t, wait, "re-render with the new file", func() error {
 			s := &corev1.Secret{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, s); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "bumped-kube-system-provisioning-config"}, s); err != nil {
 				return err
 			}
 			if s.Annotations["k8c.io/osp-version"] != "v1.99.0" || !strings.Contains(string(s.Data["cloud-config"]), "/etc/osm-bumped") {
@@ -163,18 +183,18 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 	})
 
 	t.Run("a deleted Secret comes back", func(t *testing.T) {
-		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}}
-		if err := c.Delete(ctx, s); err != nil {
+		renderedMD(t, c, "restored")
+		prov := waitForSecret(t, c, "restored-kube-system-provisioning-config", "1")
+		if err := c.Delete(ctx, prov, client.Preconditions{UID: &prov.UID}); err != nil {
 			t.Fatal(err)
 		}
-		waitForSecret(t, c, "workers-kube-system-provisioning-config", "2")
+		if back := waitForSecret(t, c, prov.Name, "1"); back.UID == prov.UID {
+			t.Errorf("the deleted Secret is still there")
+		}
 	})
 
 	t.Run("deleting the bootstrap token revokes it and issues a new one at once", func(t *testing.T) {
-		md := &clusterv1alpha1.MachineDeployment{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "workers"}, md); err != nil {
-			t.Fatal(err)
-		}
+		_, md := renderedMD(t, c, "revoked")
 		old := bootstrapTokenOf(t, c, md)
 		id, _, _ := strings.Cut(old, ".")
 		tok := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "bootstrap-token-" + id}}
@@ -185,7 +205,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		var boot *corev1.Secret
 		eventually(t, wait, "a new token in the bootstrap user-data", func() error {
 			boot = &corev1.Secret{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-bootstrap-config"}, boot); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "revoked-kube-system-bootstrap-config"}, boot); err != nil {
 				return err
 			}
 			if got := string(boot.Data[osc.KeyProvisioningToken]); got == old || got == "" {
@@ -195,7 +215,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		})
 		// The API server's token authenticator reads Secrets from its own informer, a moment behind.
 		eventually(t, wait, "the revoked token is refused", func() error {
-			err := nodeClient(t, env, old).Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, &corev1.Secret{})
+			err := nodeClient(t, env, old).Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "revoked-kube-system-provisioning-config"}, &corev1.Secret{})
 			if !apierrors.IsUnauthorized(err) {
 				return fmt.Errorf("want 401 Unauthorized, got %w", err)
 			}
@@ -203,18 +223,15 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		})
 		eventually(t, wait, "the new token reads its provisioning data", func() error {
 			return nodeClient(t, env, string(boot.Data[osc.KeyProvisioningToken])).Get(ctx,
-				client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}, &corev1.Secret{})
+				client.ObjectKey{Namespace: userDataNS, Name: "revoked-kube-system-provisioning-config"}, &corev1.Secret{})
 		})
 	})
 
 	t.Run("a deleted reader Role or RoleBinding comes back", func(t *testing.T) {
-		boot := &corev1.Secret{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-bootstrap-config"}, boot); err != nil {
-			t.Fatal(err)
-		}
+		boot, _ := renderedMD(t, c, "rbac")
 		node := nodeClient(t, env, string(boot.Data[osc.KeyProvisioningToken]))
-		own := client.ObjectKey{Namespace: userDataNS, Name: "workers-kube-system-provisioning-config"}
-		name := client.ObjectKey{Namespace: userDataNS, Name: "workers.kube-system-provisioning-reader"}
+		own := client.ObjectKey{Namespace: userDataNS, Name: "rbac-kube-system-provisioning-config"}
+		name := client.ObjectKey{Namespace: userDataNS, Name: "rbac.kube-system-provisioning-reader"}
 		for _, obj := range []client.Object{&rbacv1.RoleBinding{}, &rbacv1.Role{}} {
 			if err := c.Get(ctx, name, obj); err != nil {
 				t.Fatal(err)
@@ -255,10 +272,17 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 	})
 
 	t.Run("the OSC spec is immutable", func(t *testing.T) {
+		renderedMD(t, c, "immutable")
 		got := &osmv1alpha1.OperatingSystemConfig{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "workers.kube-system-config"}, got); err != nil {
-			t.Fatal(err)
-		}
+		eventually(t, wait, "the rendered OSC", func() error {
+			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "immutable.kube-system-config"}, got); err != nil {
+				return err
+			}
+			if got.Annotations[osc.AnnotationRenderHash] == "" {
+				return fmt.Errorf("not rendered yet")
+			}
+			return nil
+		})
 		got.Spec.OSVersion = "changed"
 		if err := c.Update(ctx, got); err == nil || !strings.Contains(err.Error(), "immutable") {
 			t.Fatalf("want the webhook to refuse a spec change, got %v", err)
@@ -275,31 +299,7 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("a hostile plugin fails only its MachineDeployments", func(t *testing.T) {
-		names := []string{"loop-a", "panic-a", "oom-a", "recurse-a", "recurse-b", "garbage-a", "error-a", "healthy-a", "healthy-b"}
-		for _, n := range names {
-			if err := c.Create(ctx, newMD(t, n, "testos", "openstack", "osp-testos")); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, n := range []string{"healthy-a", "healthy-b"} {
-			waitForSecret(t, c, n+"-kube-system-bootstrap-config", "1")
-		}
-		for _, n := range []string{"loop-a", "panic-a", "oom-a", "recurse-a", "recurse-b", "garbage-a", "error-a"} {
-			cond := waitForNotReady(t, c, n+".kube-system-config", osmv1alpha1.ReasonPluginFailed, `"selective"`)
-			t.Logf("%s: %s", n, cond.Message)
-			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: n + "-kube-system-bootstrap-config"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-				t.Errorf("%s: a bootstrap Secret exists for a failed render (err=%v)", n, err)
-			}
-			waitForEvent(t, c, n, osmv1alpha1.ReasonPluginFailed)
-		}
-		// After all that, the controller still serves new work.
-		if err := c.Create(ctx, newMD(t, "healthy-c", "testos", "aws", "osp-testos")); err != nil {
-			t.Fatal(err)
-		}
-		waitForSecret(t, c, "healthy-c-kube-system-bootstrap-config", "1")
-	})
-
+	// Before the hostile plugin subtest: the plugin both use may be quarantined after it (docs/security.md).
 	t.Run("a bootstrap over the provider limit fails loudly", func(t *testing.T) {
 		md := newMD(t, "many-keys", "testos", "aws", "osp-testos")
 		var pc map[string]any
@@ -332,11 +332,33 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 		}
 	})
 
-	t.Run("deleting the MachineDeployment removes everything OSM created for it", func(t *testing.T) {
-		md := &clusterv1alpha1.MachineDeployment{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "workers"}, md); err != nil {
+	t.Run("a hostile plugin fails only its MachineDeployments", func(t *testing.T) {
+		names := []string{"loop-a", "panic-a", "oom-a", "recurse-a", "recurse-b", "garbage-a", "error-a", "healthy-a", "healthy-b"}
+		for _, n := range names {
+			if err := c.Create(ctx, newMD(t, n, "testos", "openstack", "osp-testos")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, n := range []string{"healthy-a", "healthy-b"} {
+			waitForSecret(t, c, n+"-kube-system-bootstrap-config", "1")
+		}
+		for _, n := range []string{"loop-a", "panic-a", "oom-a", "recurse-a", "recurse-b", "garbage-a", "error-a"} {
+			cond := waitForNotReady(t, c, n+".kube-system-config", osmv1alpha1.ReasonPluginFailed, `"selective"`)
+			t.Logf("%s: %s", n, cond.Message)
+			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: n + "-kube-system-bootstrap-config"}, &corev1.Secret{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: a bootstrap Secret exists for a failed render (err=%v)", n, err)
+			}
+			waitForEvent(t, c, n, osmv1alpha1.ReasonPluginFailed)
+		}
+		// After all that, the controller still serves new work.
+		if err := c.Create(ctx, newMD(t, "healthy-c", "testos", "aws", "osp-testos")); err != nil {
 			t.Fatal(err)
 		}
+		waitForSecret(t, c, "healthy-c-kube-system-bootstrap-config", "1")
+	})
+
+	t.Run("deleting the MachineDeployment removes everything OSM created for it", func(t *testing.T) {
+		_, md := renderedMD(t, c, "deleted")
 		if err := c.Delete(ctx, md); err != nil {
 			t.Fatal(err)
 		}
@@ -366,6 +388,18 @@ func TestControllerAgainstRealAPIServer(t *testing.T) {
 			}
 		}
 	})
+}
+
+// renderedMD creates a MachineDeployment on the upstream Ubuntu profile and returns its bootstrap Secret, once
+// its user-data is written, and itself.
+func renderedMD(t *testing.T, c client.Client, name string) (*corev1.Secret, *clusterv1alpha1.MachineDeployment) {
+	t.Helper()
+	md := newMD(t, name, "ubuntu", "aws", "osp-ubuntu")
+	if err := c.Create(context.Background(), md); err != nil {
+		t.Fatal(err)
+	}
+	waitForSecret(t, c, name+"-kube-system-provisioning-config", "1")
+	return waitForSecret(t, c, name+"-kube-system-bootstrap-config", "1"), md
 }
 
 func waitForSecret(t *testing.T, c client.Client, name, revision string) *corev1.Secret {
@@ -400,13 +434,4 @@ func waitForEvent(t *testing.T, c client.Client, mdName, reason string) {
 		}
 		return fmt.Errorf("no %s event", reason)
 	})
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,8 +182,8 @@ func TestDriftAndRollout(t *testing.T) {
 		bump("osp-fleet", "v1.1.0", "two")
 		manual := waitCondition("manual", "1", osmv1alpha1.ConditionDrifted, metav1.ConditionTrue, osmv1alpha1.ReasonConfigurationChanged)
 		d := manual.Status.Drift
-		if d == nil || d.Since.IsZero() || d.Revision != "1" || d.ProvisionedProfileVersion != "v1.0.0" || !containsString(d.Inputs, osc.InputProfile) ||
-			containsString(d.Inputs, osc.InputFlags) || d.ProvisionedDigest == d.CurrentDigest {
+		if d == nil || d.Since.IsZero() || d.Revision != "1" || d.ProvisionedProfileVersion != "v1.0.0" || !slices.Contains(d.Inputs, osc.InputProfile) ||
+			slices.Contains(d.Inputs, osc.InputFlags) || d.ProvisionedDigest == d.CurrentDigest {
 			t.Errorf("status.drift = %+v", d)
 		}
 		if msg := meta.FindStatusCondition(manual.Status.Conditions, osmv1alpha1.ConditionDrifted).Message; !strings.Contains(msg, "profile (v1.0.0 → v1.1.0)") {
@@ -241,7 +242,7 @@ func TestDriftAndRollout(t *testing.T) {
 		time.Sleep(2 * time.Second)
 		mu.Lock()
 		defer mu.Unlock()
-		if maxRolling != 1 || len(started) != 2 || containsString(started, queued) {
+		if maxRolling != 1 || len(started) != 2 || slices.Contains(started, queued) {
 			t.Errorf("rolling at once at most %d (want 1); started %v (without %s)", maxRolling, started, queued)
 		}
 		for _, name := range []string{"manual", queued} {
