@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,8 +35,13 @@ func (r *Reconciler) registerMetrics(reg prometheus.Registerer) {
 			return float64(len(r.queued))
 		}),
 	} {
-		// A second controller in the same process (tests restarting it) keeps the first registration.
-		_ = reg.Register(c)
+		// A controller started again in the same process (tests do) replaces the gauges of the one before,
+		// which read caches that are gone.
+		var again prometheus.AlreadyRegisteredError
+		if err := reg.Register(c); errors.As(err, &again) {
+			reg.Unregister(again.ExistingCollector)
+			_ = reg.Register(c)
+		}
 	}
 }
 
