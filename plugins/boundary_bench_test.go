@@ -22,8 +22,8 @@ import (
 )
 
 // BenchmarkProcessBoundary renders the Ubuntu plugin's provisioning request of one MachineDeployment two
-// ways: in this process on sdk/runtime, as the controller did before plugins moved out (the loop-header
-// check off, as in the plugin host), and through the plugin manager, which sends it to the plugin host
+// ways: in this process on sdk/runtime, as the controller did before plugins moved out, and through the
+// plugin manager, which sends it to the plugin host
 // process and decodes the answer. The difference is what the process boundary costs a render: the JSON
 // encode and decode on the controller's side, the pipe, and the host's scheduling.
 func BenchmarkProcessBoundary(b *testing.B) {
@@ -66,7 +66,7 @@ func BenchmarkProcessBoundary(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		rt, err := runtime.New(runtime.Config{CacheDir: pluginstest.CacheDir(b), NoInterrupt: true})
+		rt, err := runtime.New(runtime.Config{CacheDir: pluginstest.CacheDir(b)})
 		if err != nil {
 			b.Fatal(err)
 		}

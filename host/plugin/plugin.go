@@ -1,8 +1,10 @@
 package plugin
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
@@ -127,17 +129,50 @@ func (p *Plugin) Discard() {
 	}
 }
 
-// call pins the module for the call's duration and runs export in the plugin host.
+// call runs export with req and decodes the answer into resp. Outputs are remembered by module, export and
+// request (memo.go): a hit neither loads the module nor reaches the plugin host, so the module of a profile
+// whose MachineDeployments all render alike can stay unloaded.
 func (p *Plugin) call(ctx context.Context, export string, req any, resp interface{ Check() error }) error {
-	mod, release, err := p.acquire(ctx)
+	name, digest := p.name(), p.Source.ModuleDigest
+	in, err := encodeRequest(name, digest, export, req)
 	if err != nil {
 		return err
 	}
+	memo := p.m.Memo().begin(ctx, digest, export, in)
+	defer memo.end()
+	out := memo.out
+	if !memo.hit {
+		if out, err = p.callHost(ctx, export, in); err != nil {
+			return err
+		}
+	}
+	if err := decodeResponse(name, digest, export, out, resp); err != nil {
+		return err
+	}
+	memo.keep(out)
+	return nil
+}
+
+// name is what the plugin host calls the module: its label, built-in name or image repository.
+func (p *Plugin) name() string {
+	if p.ref.Builtin != "" {
+		return cmp.Or(p.ref.Label, p.ref.Builtin)
+	}
+	repo, _, _ := strings.Cut(p.ref.Image, "@")
+	return repo
+}
+
+// callHost pins the module for the call's duration and runs export in the plugin host.
+func (p *Plugin) callHost(ctx context.Context, export string, in []byte) ([]byte, error) {
+	mod, release, err := p.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer release()
 	if p.Source.ModuleDigest != "" && mod.Digest() != p.Source.ModuleDigest {
-		return fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, p.Source.ModuleDigest, mod.Digest())
+		return nil, fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, p.Source.ModuleDigest, mod.Digest())
 	}
-	return p.m.callModule(ctx, mod, export, req, resp)
+	return p.m.host.Call(ctx, mod.src, export, in)
 }
 
 // acquire pins the plugin's module, loading (built-in) or pulling and loading (image) it if needed.

@@ -32,28 +32,23 @@ func (m *Manager) loadModule(ctx context.Context, src pluginhost.Module) (*modul
 	return &module{src: src, meta: res.Metadata, validates: res.Validates, encodes: res.Encodes}, nil
 }
 
-// call encodes req as the ABI's JSON, runs export in the plugin host, and decodes and checks its answer.
-func (m *Manager) callModule(ctx context.Context, mod *module, export string, req any, resp interface{ Check() error }) error {
+// encodeRequest is req as the ABI's JSON.
+func encodeRequest(name, digest, export string, req any) ([]byte, error) {
 	in, err := json.Marshal(req)
 	if err != nil {
-		return &runtime.Error{Plugin: mod.src.Name, Digest: mod.src.Digest, Export: export, Reason: runtime.ReasonInvalidInput, Detail: "cannot encode the request: " + err.Error(), Err: err}
+		return nil, &runtime.Error{Plugin: name, Digest: digest, Export: export, Reason: runtime.ReasonInvalidInput, Detail: "cannot encode the request: " + err.Error(), Err: err}
 	}
-	// Outputs are remembered by module, export and request (memo.go): a hit skips the plugin host.
-	memo := m.Memo().begin(ctx, mod.src.Digest, export, in)
-	defer memo.end()
-	out := memo.out
-	if !memo.hit {
-		if out, err = m.host.Call(ctx, mod.src, export, in); err != nil {
-			return err
-		}
-	}
+	return in, nil
+}
+
+// decodeResponse decodes and checks an export's answer.
+func decodeResponse(name, digest, export string, out []byte, resp interface{ Check() error }) error {
 	if err := runtime.DecodeOutput(out, resp); err != nil {
-		return &runtime.Error{Plugin: mod.src.Name, Digest: mod.src.Digest, Export: export, Reason: runtime.ReasonInvalidOutput,
+		return &runtime.Error{Plugin: name, Digest: digest, Export: export, Reason: runtime.ReasonInvalidOutput,
 			Detail: fmt.Sprintf("output is not a valid %s response: %v", export, err), Err: err}
 	}
 	if err := resp.Check(); err != nil {
-		return &runtime.Error{Plugin: mod.src.Name, Digest: mod.src.Digest, Export: export, Reason: runtime.ReasonInvalidOutput, Detail: err.Error(), Err: err}
+		return &runtime.Error{Plugin: name, Digest: digest, Export: export, Reason: runtime.ReasonInvalidOutput, Detail: err.Error(), Err: err}
 	}
-	memo.keep(out)
 	return nil
 }

@@ -34,9 +34,12 @@ type HostConfig struct {
 	MemoryBudget uint64        `json:"memoryBudget,omitempty"`
 	CacheDir     string        `json:"cacheDir,omitempty"`
 	NoSnapshot   bool          `json:"noSnapshot,omitempty"`
-	// Interrupt compiles modules with wazero's close-on-context-done, so most calls past their timeout end
-	// inside the host and cost no restart, at about 2.5 ms of CPU per default render. Off by default.
-	Interrupt bool `json:"interrupt,omitempty"`
+	// NoInterrupt compiles modules without wazero's close-on-context-done. With it (the default), a loop past
+	// the call's timeout ends inside the host, which costs no restart and counts against no module, so a
+	// plugin that loops for one MachineDeployment is not quarantined for all of them; only what the check
+	// cannot stop (bulk memory operations, host calls, a stuck collector) is killed. The check costs a default
+	// render about 2.5 ms of CPU, which the output memo makes rare (one render per distinct configuration).
+	NoInterrupt bool `json:"noInterrupt,omitempty"`
 	// AddressSpace is the host's RLIMIT_AS in bytes (0: none): an allocation past it fails in the kernel, and
 	// the Go runtime ends the host with "out of memory" instead of growing.
 	AddressSpace uint64 `json:"addressSpace,omitempty"`
@@ -101,9 +104,7 @@ func Serve(r io.Reader, w io.Writer, cfg HostConfig) error {
 	rt, err := runtime.New(runtime.Config{
 		MemoryLimit: cfg.MemoryLimit, Timeout: cfg.Timeout, MemoryBudget: cfg.MemoryBudget,
 		CacheDir: cfg.CacheDir, NoSnapshot: cfg.NoSnapshot,
-		// The supervisor kills this process past a call's deadline; checking for the timeout inside the guest's
-		// loops would cost every render about 2.5 ms of CPU for nothing.
-		NoInterrupt: !cfg.Interrupt,
+		NoInterrupt: cfg.NoInterrupt,
 		Hooks: runtime.Hooks{
 			Compiled: func(e runtime.CompileEvent) {
 				send(&wireEvent{Kind: "compiled", Plugin: e.Plugin, Digest: e.Digest, Seconds: e.Duration.Seconds(),
