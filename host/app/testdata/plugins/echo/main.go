@@ -51,9 +51,15 @@ func encode() int32 {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "echo encode request: %s\n", in)
-	out := in
+	// The user-data is the configuration as JSON: an encoder may copy the configuration's placeholders, never
+	// add the ones of its request's context (docs/security.md, "Where credentials may go").
+	out, err := json.Marshal(req.Config)
+	if err != nil {
+		pdk.SetErrorString(err.Error())
+		return 1
+	}
 	if strings.HasPrefix(req.Context.MachineDeployment.Name, "mangle-") {
-		out = []byte(base64.StdEncoding.EncodeToString(in))
+		out = []byte(base64.StdEncoding.EncodeToString(out))
 	}
 	pdk.OutputJSON(abi.EncodeResponse{ABIVersion: abi.Version, UserData: out})
 	return 0
