@@ -15,6 +15,7 @@ import (
 
 	"github.com/osmhq/osm/host/oci"
 	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -71,8 +72,16 @@ func isFileArg(arg string) bool {
 	return strings.HasSuffix(arg, ".wasm") || strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, "./") || strings.HasPrefix(arg, "../")
 }
 
-// fetch reads the module bytes of arg, from a file or a registry.
+// fetch reads the module bytes of arg: a file, a built-in plugin's name (ubuntu, flatcar, ...) or a registry
+// reference.
 func (p *pluginCommon) fetch(ctx context.Context, arg string) (*pluginModule, error) {
+	if !isFileArg(arg) && !strings.ContainsAny(arg, "/:@.") {
+		if wasm, err := fs.ReadFile(plugins.Builtin(), arg+".wasm"); err == nil {
+			return &pluginModule{Wasm: wasm, Source: "builtin:" + arg}, nil
+		}
+		names, _ := plugins.Names(plugins.Builtin())
+		return nil, fmt.Errorf("%q is neither a module file, a registry reference nor a built-in plugin (built-in: %s)", arg, strings.Join(names, ", "))
+	}
 	if isFileArg(arg) {
 		wasm, err := readModuleFile(arg)
 		if err != nil {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	_ "embed"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -157,6 +159,19 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 	}
 	if o.output == "osc" {
 		osc := osmv1alpha1.OperatingSystemConfig{Spec: out.Spec}
+		// The whole OSC unless --stage narrows it to one stage's configuration.
+		if cmd.Flags().Changed("stage") {
+			switch o.stage {
+			case "bootstrap":
+				osc.Spec.ProvisioningConfig = osmv1alpha1.OSCConfig{}
+			case "provisioning":
+				osc.Spec.BootstrapConfig = osmv1alpha1.OSCConfig{}
+			case "both":
+			default:
+				_, err := parseStages(o.stage)
+				return err
+			}
+		}
 		osc.APIVersion, osc.Kind = osmv1alpha1.GroupVersion.String(), "OperatingSystemConfig"
 		osc.Name, osc.Namespace = render.OSCName(md), settings.Namespace
 		data, err := yaml.Marshal(osc)
@@ -194,8 +209,20 @@ func (o *renderOptions) run(cmd *cobra.Command, g *globals) error {
 		}
 		cmd.PrintErrf("osmctl: %s user-data for %s/%s (profile %s%s, %s, %d bytes)\n",
 			stage, md.Namespace, md.Name, osp.Name, plugin, out.Utility(), len(data))
+		if len(stages) > 1 {
+			// Both stages in one stream: a YAML document separator before each, which cloud-config (YAML) and
+			// Ignition (JSON, a subset of YAML) readers alike split on.
+			if _, err := fmt.Fprintf(cmd.OutOrStdout(), "--- # %s user-data\n", stage); err != nil {
+				return err
+			}
+		}
 		if _, err := cmd.OutOrStdout().Write(data); err != nil {
 			return err
+		}
+		if len(stages) > 1 && !bytes.HasSuffix(data, []byte("\n")) {
+			if _, err := io.WriteString(cmd.OutOrStdout(), "\n"); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
