@@ -291,9 +291,6 @@ func treeCPU(pid int) (total, hosts time.Duration) {
 	return self + hosts, hosts
 }
 
-// treeProcs is how many processes the tree under pid has: 1 plus its live descendants.
-func treeProcs(pid int) int { return 1 + len(descendants(pid)) }
-
 // rssSampler polls the resident memory of a process tree (the controller and its plugin hosts) every 50 ms
 // and keeps the largest sum and the smaps split of the tree at it, so the report says where memory was at
 // (or within one sampling period of) the peak. Both controllers are measured this way, so a tree of several
