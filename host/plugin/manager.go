@@ -336,14 +336,15 @@ func (m *Manager) client(pullSecret []byte) (*oci.Client, error) {
 	return c, nil
 }
 
-// Close stops pulls and the idle timer, unloads every plugin after the calls in flight, and stops the plugin
-// host.
+// Close stops the plugin host, pulls and the idle timer, and forgets every module.
 func (m *Manager) Close(ctx context.Context) error {
 	m.cancel()
+	// The host goes first: loads and calls in flight then end at once (ReasonClosed) instead of holding the
+	// shutdown for a compile.
+	m.host.Close()
 	m.janitor.Wait()
 	m.pulls.wait()
 	m.unloadAll()
-	m.host.Close()
 	return nil
 }
 

@@ -53,7 +53,8 @@ func reasonOf(err error) runtime.Reason {
 }
 
 func TestCallsRunInAHostProcess(t *testing.T) {
-	s := newSupervisor(t, nil)
+	// Room for the recursion to reach wazero's stack limit, which takes seconds in a race-built host.
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.Timeout = time.Minute })
 	ctx := context.Background()
 	m := module("hand", handwasm.Plugin(nil, nil, 1))
 	res, err := s.Load(ctx, m)
