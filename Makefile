@@ -33,7 +33,8 @@ test: ## Everything CI runs: generated files, lint, unit, integration and node e
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
 	@$(PHASE) plugins $(MAKE) --no-print-directory plugins
 	@$(PHASE) controlplane $(MAKE) --no-print-directory controlplane
-	@$(PHASE) deps hack/install-deps.sh validate
+	@$(PHASE) deps hack/install-deps.sh validate node-e2e
+	@hack/e2e-node/prepare.sh start
 	@$(PHASE) go-test-race $(MAKE) --no-print-directory go-test-race
 	@$(PHASE) go-test $(MAKE) --no-print-directory go-test
 	@$(PHASE) sdk-test $(MAKE) --no-print-directory sdk-test
@@ -60,8 +61,7 @@ sdk-test:
 .PHONY: e2e-node
 e2e-node: plugins controlplane ## Boot real nodes (systemd-nspawn, needs root) from OSM's user-data against a real kube-apiserver.
 	@$(PHASE) e2e-deps hack/install-deps.sh node-e2e
-	@$(PHASE) e2e-binaries hack/e2e-node/binaries.sh
-	@$(PHASE) e2e-rootfs bash -c 'hack/e2e-node/rootfs.sh >/dev/null'
+	@$(PHASE) e2e-prepare hack/e2e-node/prepare.sh wait
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test -tags e2e -count=1 -timeout 60m -v $(E2E_FLAGS) ./host/e2e/
 
 ##@ Building
