@@ -103,7 +103,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Grace = DefaultGrace
 	}
 	if c.LoadTimeout <= 0 {
-		c.LoadTimeout = DefaultLoadTimeout
+		c.LoadTimeout = DefaultLoadTimeout * slowdown
 	}
 	if c.MaxRSS == 0 {
 		c.MaxRSS = DefaultMaxRSS
