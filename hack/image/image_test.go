@@ -92,7 +92,8 @@ func TestImage(t *testing.T) {
 		mode int64
 	}{
 		"usr/local/bin/osm-controller": {tar.TypeReg, 0o755}, "usr/local/bin/osmctl": {tar.TypeReg, 0o755},
-		"usr/local/bin/webhook": {tar.TypeSymlink, 0o777}, "etc/ssl/certs/ca-certificates.crt": {tar.TypeReg, 0o644},
+		"usr/local/bin/osm-plugin-host": {tar.TypeReg, 0o755},
+		"usr/local/bin/webhook":         {tar.TypeSymlink, 0o777}, "etc/ssl/certs/ca-certificates.crt": {tar.TypeReg, 0o644},
 		"etc/passwd": {tar.TypeReg, 0o644}, "tmp/": {tar.TypeDir, 0o1777},
 	} {
 		f, ok := files[path]

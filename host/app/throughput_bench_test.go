@@ -186,15 +186,18 @@ func upstreamUnderTest(b *testing.B, bin string) controllerUnderTest {
 	return controllerUnderTest{name: "upstream", bin: bin, crdDirs: []string{dir}, args: upstreamFlags}
 }
 
+// buildController builds osm-controller, and osm-plugin-host next to it as the image ships them.
 func buildController(b *testing.B) string {
 	b.Helper()
-	out := filepath.Join(b.TempDir(), "osm-controller")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/osm-controller")
-	cmd.Dir = testenv.RepoRoot()
-	if data, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("building osm-controller: %v\n%s", err, data)
+	dir := b.TempDir()
+	for _, name := range []string{"osm-controller", "osm-plugin-host"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		cmd.Dir = testenv.RepoRoot()
+		if data, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("building %s: %v\n%s", name, err, data)
+		}
 	}
-	return out
+	return filepath.Join(dir, "osm-controller")
 }
 
 // stallAfter is how long a run may go without a new bootstrap Secret before it is reported as stalled.

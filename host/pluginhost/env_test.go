@@ -1,6 +1,8 @@
 package pluginhost
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,4 +31,27 @@ func containsKV(env []string, kv string) bool {
 		}
 	}
 	return false
+}
+
+// TestTheDedicatedHostIsPreferred: the controller starts osm-plugin-host when it lies next to its executable
+// (the image ships both), and itself otherwise.
+func TestTheDedicatedHostIsPreferred(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "osm-controller")
+	if got := hostExecutable(exe); got != exe {
+		t.Errorf("without a dedicated host: %s, want %s", got, exe)
+	}
+	host := filepath.Join(dir, HostExecutable)
+	if err := os.WriteFile(host, []byte("#!/bin/true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := hostExecutable(exe); got != exe {
+		t.Errorf("with a host that is not executable: %s, want %s", got, exe)
+	}
+	if err := os.Chmod(host, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := hostExecutable(exe); got != host {
+		t.Errorf("with the dedicated host: %s, want %s", got, host)
+	}
 }

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -46,6 +47,9 @@ const (
 	// ReasonQuarantined: the module killed its plugin host repeatedly and is not run for a while.
 	ReasonQuarantined runtime.Reason = "Quarantined"
 )
+
+// HostExecutable is the name of the dedicated plugin host (cmd/osm-plugin-host) next to the controller.
+const HostExecutable = "osm-plugin-host"
 
 // Defaults for Config fields left zero.
 const (
@@ -67,7 +71,8 @@ const (
 type Config struct {
 	// Host is the host processes' configuration.
 	Host HostConfig
-	// Executable is the binary started as a host; it must link this package. Default: this process's own.
+	// Executable is the binary started as a host; it must link this package. Default: HostExecutable next to
+	// this process's executable if there is one (the image ships it), else this process's own.
 	Executable string
 	// Grace is how long past the call timeout a call may run before its host is killed. Default DefaultGrace.
 	Grace time.Duration
@@ -94,7 +99,7 @@ func (c Config) withDefaults() (Config, error) {
 		if err != nil {
 			return c, fmt.Errorf("finding the executable to start plugin hosts from: %w", err)
 		}
-		c.Executable = exe
+		c.Executable = hostExecutable(exe)
 	}
 	if c.Host.Timeout <= 0 {
 		c.Host.Timeout = runtime.DefaultTimeout
@@ -118,6 +123,17 @@ func (c Config) withDefaults() (Config, error) {
 		c.Quarantine = DefaultQuarantine
 	}
 	return c, nil
+}
+
+// hostExecutable is the dedicated host next to exe if there is one, else exe. The dedicated host links the
+// runtime alone, which spares each host the controller's libraries, their initialisation and the pages of a
+// 100 MB executable.
+func hostExecutable(exe string) string {
+	sibling := filepath.Join(filepath.Dir(exe), HostExecutable)
+	if fi, err := os.Stat(sibling); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+		return sibling
+	}
+	return exe
 }
 
 // Module names a module and how to get its bytes, which the supervisor sends to every host that lacks it
