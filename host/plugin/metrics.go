@@ -1,10 +1,9 @@
 package plugin
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/osmhq/osm/host/internal/metricsreg"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -51,38 +50,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	var err error
-	if m.compile, err = register(reg, m.compile); err != nil {
+	if m.compile, err = metricsreg.Register(reg, m.compile); err != nil {
 		return nil, err
 	}
-	if m.calls, err = register(reg, m.calls); err != nil {
+	if m.calls, err = metricsreg.Register(reg, m.calls); err != nil {
 		return nil, err
 	}
-	if m.failures, err = register(reg, m.failures); err != nil {
+	if m.failures, err = metricsreg.Register(reg, m.failures); err != nil {
 		return nil, err
 	}
-	if m.cacheHits, err = register(reg, m.cacheHits); err != nil {
+	if m.cacheHits, err = metricsreg.Register(reg, m.cacheHits); err != nil {
 		return nil, err
 	}
-	if m.loaded, err = register(reg, m.loaded); err != nil {
+	if m.loaded, err = metricsreg.Register(reg, m.loaded); err != nil {
 		return nil, err
 	}
-	if m.evictions, err = register(reg, m.evictions); err != nil {
+	if m.evictions, err = metricsreg.Register(reg, m.evictions); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under its name, so a second Manager on
-// the same registry (tests, a restarted component) shares the series instead of failing.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 func (m *metrics) hooks(output func(runtime.OutputEvent), compiled func(runtime.CompileEvent)) runtime.Hooks {

@@ -59,28 +59,15 @@ func (p *Plugin) Implements(export string) bool {
 func (p *Plugin) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	r := *req // a shallow copy: callers may share one request between goroutines
 	r.Config = p.Config
-	if r.ABIVersion == "" {
-		r.ABIVersion = abi.Version
-	}
-	var resp abi.RenderResponse
-	if err := p.call(ctx, abi.ExportRender, &r, &resp); err != nil {
-		return nil, err
-	}
-	return &resp, nil
+	return p.RenderAsGiven(ctx, &r)
 }
 
 // RenderAsGiven calls osm_render with req as it is, its Config included: for tools that replay a captured or
 // hand-written request (osmctl plugin run).
 func (p *Plugin) RenderAsGiven(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	r := *req
-	if r.ABIVersion == "" {
-		r.ABIVersion = abi.Version
-	}
-	var resp abi.RenderResponse
-	if err := p.call(ctx, abi.ExportRender, &r, &resp); err != nil {
-		return nil, err
-	}
-	return &resp, nil
+	r.ABIVersion = cmp.Or(r.ABIVersion, abi.Version)
+	return typed[abi.RenderResponse](ctx, p, abi.ExportRender, &r)
 }
 
 // Digest is the digest of the module that runs.
@@ -94,11 +81,17 @@ func (p *Plugin) Validate(ctx context.Context, req *abi.ValidateRequest) (*abi.V
 	}
 	r := *req
 	r.Config = p.Config
-	if r.ABIVersion == "" {
-		r.ABIVersion = abi.Version
-	}
-	var resp abi.ValidateResponse
-	if err := p.call(ctx, abi.ExportValidate, &r, &resp); err != nil {
+	r.ABIVersion = cmp.Or(r.ABIVersion, abi.Version)
+	return typed[abi.ValidateResponse](ctx, p, abi.ExportValidate, &r)
+}
+
+// typed runs export with req and returns its answer, decoded and checked.
+func typed[Resp any, PResp interface {
+	*Resp
+	Check() error
+}](ctx context.Context, p *Plugin, export string, req any) (*Resp, error) {
+	var resp Resp
+	if err := p.call(ctx, export, req, PResp(&resp)); err != nil {
 		return nil, err
 	}
 	return &resp, nil
@@ -110,14 +103,8 @@ func (p *Plugin) Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.Encod
 		return nil, &runtime.Error{Plugin: p.meta.Name, Digest: p.Source.ModuleDigest, Export: abi.ExportEncode, Reason: runtime.ReasonMissingExport, Detail: "plugin does not implement " + abi.ExportEncode}
 	}
 	r := *req
-	if r.ABIVersion == "" {
-		r.ABIVersion = abi.Version
-	}
-	var resp abi.EncodeResponse
-	if err := p.call(ctx, abi.ExportEncode, &r, &resp); err != nil {
-		return nil, err
-	}
-	return &resp, nil
+	r.ABIVersion = cmp.Or(r.ABIVersion, abi.Version)
+	return typed[abi.EncodeResponse](ctx, p, abi.ExportEncode, &r)
 }
 
 // Discard tells the Manager this Plugin will not be called again, as after an admission review: the module

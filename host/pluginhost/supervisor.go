@@ -35,6 +35,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/osmhq/osm/host/internal/metricsreg"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -480,32 +481,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return m, nil
 	}
 	var err error
-	if m.starts, err = register(reg, m.starts); err != nil {
+	if m.starts, err = metricsreg.Register(reg, m.starts); err != nil {
 		return nil, err
 	}
-	if m.deaths, err = register(reg, m.deaths); err != nil {
+	if m.deaths, err = metricsreg.Register(reg, m.deaths); err != nil {
 		return nil, err
 	}
-	if m.retries, err = register(reg, m.retries); err != nil {
+	if m.retries, err = metricsreg.Register(reg, m.retries); err != nil {
 		return nil, err
 	}
-	if m.quarantines, err = register(reg, m.quarantines); err != nil {
+	if m.quarantines, err = metricsreg.Register(reg, m.quarantines); err != nil {
 		return nil, err
 	}
 	return m, nil
-}
-
-// register registers c, or returns the collector already registered under its name (a second supervisor on
-// one registry shares the series).
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 func (m *metrics) started(role string)      { m.starts.WithLabelValues(role).Inc() }
