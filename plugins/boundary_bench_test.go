@@ -11,13 +11,9 @@ import (
 	"testing"
 	"time"
 
-	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/pluginsource"
-	"github.com/osmhq/osm/host/render"
-	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/plugins/pluginstest"
 	"github.com/osmhq/osm/sdk/abi"
-	"github.com/osmhq/osm/sdk/plugintest"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -27,25 +23,11 @@ import (
 // process and decodes the answer. The difference is what the process boundary costs a render: the JSON
 // encode and decode on the controller's side, the pipe, and the host's scheduling.
 func BenchmarkProcessBoundary(b *testing.B) {
-	defaults, err := plugins.DefaultProfiles()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var osp *osmv1alpha1.OperatingSystemProfile
-	for _, d := range defaults {
-		if d.Name == "osp-ubuntu" {
-			osp = d
-		}
-	}
-	src := &recordingSource{inner: newSource(b, dist(b))}
-	in := render.Input{MachineDeployment: machineDeployment(b, osp, "aws"), Profile: osp, Settings: settings(),
-		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: plugintest.CACert}}
+	src := ubuntuProvisioningRequest(b)
 	ctx := context.Background()
-	if _, err := (&render.Renderer{Plugins: src}).Render(ctx, in); err != nil {
-		b.Fatal(err)
-	}
 	req := *src.last // the provisioning stage, rendered last
 	md := src.p.Metadata()
+	var err error
 	if req.Config, err = md.ApplyConfig(nil); err != nil { // what the manager sends: the schema's defaults
 		b.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/go-logr/logr"
@@ -66,6 +67,8 @@ type Manager struct {
 	janitor sync.WaitGroup
 
 	host *pluginhost.Supervisor
+	// memo remembers plugin outputs (memo.go); nil when off.
+	memo atomic.Pointer[Memo]
 
 	mu      sync.Mutex
 	digests map[string]string // built-in name -> module digest, computed once from the embedded bytes
@@ -90,6 +93,7 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 	}
 	m := &Manager{cfg: cfg, builtins: builtins, metrics: met, log: log,
 		digests: map[string]string{}, meta: map[string]abi.Metadata{}, clients: map[[sha256.Size]byte]*oci.Client{}}
+	m.memo.Store(newManagerMemo())
 	m.mods.init()
 	m.pulls.init(cfg.Registry.MaxConcurrentPulls)
 	m.hooks = met.hooks(m.logOutput, m.logCompile)

@@ -6,10 +6,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"os"
-	goruntime "runtime"
 	"sync"
 	"sync/atomic"
-	"weak"
 )
 
 // Plugins are deterministic: a module's export given the same request bytes returns the same output (they get
@@ -204,33 +202,17 @@ func (mc *memoCall) end() {
 	mc.lead = nil
 }
 
-// memos holds each Manager's output memo, keyed weakly so a Manager that is gone takes its memo along.
-var memos sync.Map // weak.Pointer[Manager] -> *Memo (nil: off)
-
-// Memo returns the Manager's output memo, creating it with the defaults on first use (nil when MemoEnv
-// turns it off).
-func (m *Manager) Memo() *Memo {
-	wp := weak.Make(m)
-	if v, ok := memos.Load(wp); ok {
-		return v.(*Memo)
-	}
-	var c *Memo
+// newManagerMemo is the output memo a new Manager starts with: nil when MemoEnv turns memoisation off.
+func newManagerMemo() *Memo {
 	switch os.Getenv(MemoEnv) {
 	case "off", "0", "false":
-	default:
-		c = NewMemo(DefaultMemoEntries, DefaultMemoBytes)
+		return nil
 	}
-	v, loaded := memos.LoadOrStore(wp, c)
-	if !loaded {
-		goruntime.AddCleanup(m, func(wp weak.Pointer[Manager]) { memos.Delete(wp) }, wp)
-	}
-	return v.(*Memo)
+	return NewMemo(DefaultMemoEntries, DefaultMemoBytes)
 }
 
+// Memo returns the Manager's output memo (nil when off).
+func (m *Manager) Memo() *Memo { return m.memo.Load() }
+
 // SetMemo replaces the Manager's output memo; nil turns memoisation off (every call runs the plugin).
-func (m *Manager) SetMemo(c *Memo) {
-	wp := weak.Make(m)
-	if _, loaded := memos.Swap(wp, c); !loaded {
-		goruntime.AddCleanup(m, func(wp weak.Pointer[Manager]) { memos.Delete(wp) }, wp)
-	}
-}
+func (m *Manager) SetMemo(c *Memo) { m.memo.Store(c) }
