@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -23,30 +24,42 @@ import (
 	"github.com/osmhq/osm/host/testenv"
 )
 
+// hostilePlugin is a module a test attacks the controller with, the reason its MachineDeployments must fail
+// with, and what the condition's message must say (if anything in particular).
+type hostilePlugin struct {
+	wasm   []byte
+	reason string
+	want   []string
+}
+
 // hostilePlugins are modules that took the whole controller down, or froze it, while plugins ran in its
 // process: loops whose every iteration is a bulk memory operation or a host call (a 64 MiB memory.fill loop
 // reported its 5 s timeout after 131 s and stopped every goroutine at the first garbage collection), the same
-// in osm_metadata and _initialize, a compile bomb (1.35 GB to compile), endless recursion. Each must fail
-// only its own MachineDeployments, with the reason given.
-func hostilePlugins() map[string]struct {
-	wasm   []byte
-	reason string
-} {
-	type hp = struct {
-		wasm   []byte
-		reason string
-	}
-	oneFunc := []wasmSection{{1, [][]byte{{0x60, 0, 0}}}, {3, [][]byte{{0}}}}
-	return map[string]hp{
-		"spin":        {handwasm.Plugin(nil, handwasm.Spin, 1), osmv1alpha1.ReasonPluginFailed},
-		"fill":        {handwasm.Plugin(nil, handwasm.FillLoop, 1024), osmv1alpha1.ReasonPluginFailed},
-		"heavy-fill":  {handwasm.Plugin(nil, handwasm.HeavyFillLoop, 1024), osmv1alpha1.ReasonPluginFailed},
-		"copy":        {handwasm.Plugin(nil, handwasm.CopyLoop, 1024), osmv1alpha1.ReasonPluginFailed},
-		"random":      {handwasm.Plugin(nil, handwasm.RandomLoop, 1024, handwasm.RandomGet), osmv1alpha1.ReasonPluginFailed},
-		"recursion":   {handwasm.Plugin(nil, handwasm.SelfRecursiveRender, 1), osmv1alpha1.ReasonPluginFailed},
-		"metadata":    {handwasm.Plugin(handwasm.HeavyFillLoop, nil, 1024), osmv1alpha1.ReasonPluginFailed},
-		"initialize":  {handwasm.Spec{Initialize: handwasm.HeavyFillLoop, Pages: 1024}.Bytes(), osmv1alpha1.ReasonPluginFailed},
-		"compilebomb": {wasmModule(append(oneFunc, wasmSection{4, [][]byte{{0x70, 0x00, 0x01}}}, wasmSection{10, [][]byte{wasmBody(bytes.Repeat([]byte{0x41, 0x00, 0x11, 0x00, 0x00}, 100_000))}})...), osmv1alpha1.ReasonPluginFailed},
+// in osm_metadata and _initialize, a compile bomb (1.35 GB to compile), endless recursion; and modules that
+// are refused before they compile, each of which once ended the process or grew it by gigabytes (sdk/runtime
+// TestModulesRefusedBeforeCompiling replays them in the runtime alone). Each must fail only its own
+// MachineDeployments, with the reason given.
+func hostilePlugins() map[string]hostilePlugin {
+	oneFunc := []wasmSection{{1, [][]byte{{0x60, 0, 0}}}, {3, [][]byte{{0}}}} // type () -> (), one function of it
+	grow := []byte{0xd0, 0x70, 0x41, 0xff, 0xff, 0xff, 0xff, 0x07, 0xfc, 0x0f, 0x00, 0x1a}
+	failed, invalid := osmv1alpha1.ReasonPluginFailed, osmv1alpha1.ReasonPluginInvalid
+	return map[string]hostilePlugin{
+		"spin":        {handwasm.Plugin(nil, handwasm.Spin, 1), failed, nil},
+		"fill":        {handwasm.Plugin(nil, handwasm.FillLoop, 1024), failed, nil},
+		"heavy-fill":  {handwasm.Plugin(nil, handwasm.HeavyFillLoop, 1024), failed, nil},
+		"copy":        {handwasm.Plugin(nil, handwasm.CopyLoop, 1024), failed, nil},
+		"random":      {handwasm.Plugin(nil, handwasm.RandomLoop, 1024, handwasm.RandomGet), failed, nil},
+		"recursion":   {handwasm.Plugin(nil, handwasm.SelfRecursiveRender, 1), failed, nil},
+		"metadata":    {handwasm.Plugin(handwasm.HeavyFillLoop, nil, 1024), failed, nil},
+		"initialize":  {handwasm.Spec{Initialize: handwasm.HeavyFillLoop, Pages: 1024}.Bytes(), failed, nil},
+		"compilebomb": {wasmModule(append(oneFunc, wasmSection{4, [][]byte{{0x70, 0x00, 0x01}}}, wasmSection{10, [][]byte{wasmBody(bytes.Repeat([]byte{0x41, 0x00, 0x11, 0x00, 0x00}, 100_000))}})...), failed, nil},
+		// 15 bytes claiming 2^32 data segments: "fatal error: runtime: out of memory".
+		"lying-count": {[]byte("\x00asm\x01\x00\x00\x00\x0b\x05\xff\xff\xff\xff\x0f"), invalid, []string{"4294967295 entries declared in 0 bytes"}},
+		// Grows a table by 2^31 entries (16 GiB) on the Go heap: "fatal error: out of memory" under ulimit -v 8000000.
+		"table-grow": {wasmModule(append(oneFunc, wasmSection{4, [][]byte{{0x70, 0x00, 0x00}}},
+			wasmSection{10, [][]byte{wasmBody(grow)}})...), invalid, []string{"table.grow on table 0, which declares no maximum"}},
+		// A million globals in 5 MB held 1.3 GiB once loaded.
+		"globals": {wasmModule(wasmSection{6, slices.Repeat([][]byte{{0x7f, 0x00, 0x41, 0x00, 0x0b}}, 1_001)}), invalid, []string{"globals 1001 exceeds the limit of 1000"}},
 	}
 }
 
@@ -110,7 +123,7 @@ func TestHostilePluginsCannotStopTheController(t *testing.T) {
 
 	var failedBy time.Duration
 	for name, m := range modules {
-		waitForNotReady(t, c, name+".kube-system-config", m.reason)
+		waitForNotReady(t, c, name+".kube-system-config", m.reason, m.want...)
 		failedBy = max(failedBy, time.Since(started))
 		waitForEvent(t, c, name, m.reason)
 		secret := name + "-kube-system-bootstrap-config"
@@ -119,7 +132,7 @@ func TestHostilePluginsCannotStopTheController(t *testing.T) {
 		}
 	}
 	t.Logf("every hostile MachineDeployment reported its failure within %s", failedBy.Round(time.Millisecond))
-	// Nine at once on four workers: at most three rounds of workers, each bounded by the load timeout (the
+	// Twelve at once on four workers: at most three rounds of workers, each bounded by the load timeout (the
 	// hostile loads) or three call timeouts (the hostile renders).
 	if limit := 3 * max(loadTimeout, 3*timeout); failedBy > limit {
 		t.Errorf("the hostile MachineDeployments took %s to fail; bound %s", failedBy, limit)
