@@ -27,6 +27,13 @@ help: ## List the targets.
 demo: plugins ## Render a MachineDeployment's user-data offline with the embedded default profiles and plugins.
 	go run ./cmd/osmctl render -f deploy/examples/machinedeployment-ubuntu.yaml --stage both
 
+.PHONY: run
+# Built and exec'd rather than go run, which exits 1 when Ctrl-C stops the program however cleanly it stopped;
+# in a directory of its own, so no bin/osm-plugin-host of another build is taken for its plugin host.
+run: plugins controlplane ## Local control plane with OSM's CRDs and the controller, webhooks on 127.0.0.1; prints how to kubectl it. RUN_FLAGS passes flags.
+	go build -o bin/run/osm-run ./hack/run
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" exec bin/run/osm-run $(RUN_FLAGS)
+
 .PHONY: test
 test: ## Everything CI runs: generated files, lint, unit, integration and node e2e tests; prints each phase's time.
 	@$(PHASE) verify-generate $(MAKE) --no-print-directory verify-generate
