@@ -44,7 +44,7 @@ var (
 func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
 	pref := plugin.Reference{Builtin: ref.Builtin, Image: ref.Image, Config: ref.Config}
 	if _, err := s.Manager.Identify(pref); err != nil {
-		return nil, &render.Error{Reason: reason(ref, err), Err: err}
+		return nil, sourceError(ref, err)
 	}
 	if ref.PullSecret != "" {
 		if s.PullSecret == nil {
@@ -52,7 +52,7 @@ func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1
 		}
 		data, err := s.PullSecret(ctx, namespace, ref.PullSecret)
 		if err != nil {
-			return nil, &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: fmt.Errorf("plugin %s: pull Secret %s/%s: %w", pref, namespace, ref.PullSecret, err)}
+			return nil, &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: fmt.Errorf("plugin %s: pull Secret %s/%s: %w", pref, namespace, ref.PullSecret, err), Transient: true}
 		}
 		pref.PullSecret = data
 	}
@@ -61,7 +61,7 @@ func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1
 	}
 	p, err := s.Manager.Resolve(ctx, pref)
 	if err != nil {
-		return nil, &render.Error{Reason: reason(ref, err), Err: err}
+		return nil, sourceError(ref, err)
 	}
 	return &loaded{Plugin: p}, nil
 }
@@ -73,7 +73,7 @@ func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1
 func (s *Source) Identify(_ context.Context, _ string, ref *osmv1alpha1.PluginReference) (osmv1alpha1.ResolvedPlugin, *abi.Metadata, error) {
 	src, err := s.Manager.Identify(plugin.Reference{Builtin: ref.Builtin, Image: ref.Image})
 	if err != nil {
-		return osmv1alpha1.ResolvedPlugin{}, nil, &render.Error{Reason: reason(ref, err), Err: err}
+		return osmv1alpha1.ResolvedPlugin{}, nil, sourceError(ref, err)
 	}
 	id := osmv1alpha1.ResolvedPlugin{Name: src.Builtin, Source: "builtin", Digest: src.ModuleDigest}
 	if src.Image != "" {
@@ -89,17 +89,21 @@ func (s *Source) Identify(_ context.Context, _ string, ref *osmv1alpha1.PluginRe
 	return id, &md, nil
 }
 
-func reason(ref *osmv1alpha1.PluginReference, err error) string {
-	var rerr *runtime.Error
+// sourceError is a failure to identify or load ref's plugin as the render reports it: PluginFailed for a load
+// that may not fail again (mayPass) and PluginPullFailed for an image that could not be fetched, both
+// Transient; PluginInvalid for a module that is not a plugin this host can run, PluginNotFound for an unknown
+// built-in, neither of which passes without a change.
+func sourceError(ref *osmv1alpha1.PluginReference, err error) *render.Error {
+	rerr, loaded := errors.AsType[*runtime.Error](err)
 	switch {
-	case errors.As(err, &rerr) && mayPass(rerr.Reason):
-		return osmv1alpha1.ReasonPluginFailed
-	case errors.As(err, &rerr):
-		return osmv1alpha1.ReasonPluginInvalid
+	case loaded && mayPass(rerr.Reason):
+		return &render.Error{Reason: osmv1alpha1.ReasonPluginFailed, Err: err, Transient: true}
+	case loaded:
+		return &render.Error{Reason: osmv1alpha1.ReasonPluginInvalid, Err: err}
 	case ref.Image != "":
-		return osmv1alpha1.ReasonPluginPullFailed
+		return &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: err, Transient: true}
 	default:
-		return osmv1alpha1.ReasonPluginNotFound
+		return &render.Error{Reason: osmv1alpha1.ReasonPluginNotFound, Err: err}
 	}
 }
 

@@ -23,8 +23,7 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Reason returns the condition reason of err, or ReasonRenderFailed when err carries none.
 func Reason(err error) string {
-	var re *Error
-	if errors.As(err, &re) {
+	if re, ok := errors.AsType[*Error](err); ok {
 		return re.Reason
 	}
 	return osmv1alpha1.ReasonRenderFailed
@@ -32,8 +31,8 @@ func Reason(err error) string {
 
 // Transient reports whether rendering the same inputs again may succeed where err failed (Error.Transient).
 func Transient(err error) bool {
-	var re *Error
-	return errors.As(err, &re) && re.Transient
+	re, ok := errors.AsType[*Error](err)
+	return ok && re.Transient
 }
 
 func withReason(reason string, err error) error {
@@ -50,18 +49,12 @@ func pluginFailed(err error) error {
 	return &Error{Reason: osmv1alpha1.ReasonPluginFailed, Err: err, Transient: true}
 }
 
-// fromSource is a PluginSource's failure as the pipeline reports it. Sources (host/pluginsource, osmctl) name
-// what failed by its reason only: a load that failed (PluginFailed) or a pull that failed (PluginPullFailed) may
-// pass; a plugin that does not exist or is not one will not. An error without a reason is a plugin that was
-// not found.
+// fromSource is a PluginSource's failure as the pipeline reports it. A source says what failed and whether it
+// may pass with an Error of its own (host/pluginsource marks a failed load or pull Transient); an error
+// without one is a plugin that was not found.
 func fromSource(err error) error {
-	var re *Error
-	switch {
-	case !errors.As(err, &re):
-		return withReason(osmv1alpha1.ReasonPluginNotFound, err)
-	case !re.Transient && (re.Reason == osmv1alpha1.ReasonPluginFailed || re.Reason == osmv1alpha1.ReasonPluginPullFailed):
-		return &Error{Reason: re.Reason, Err: err, Transient: true}
-	default:
+	if _, ok := errors.AsType[*Error](err); ok {
 		return err
 	}
+	return withReason(osmv1alpha1.ReasonPluginNotFound, err)
 }

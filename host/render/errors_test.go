@@ -24,9 +24,10 @@ type pendingPull struct{}
 func (pendingPull) Error() string             { return "still being pulled" }
 func (pendingPull) RetryAfter() time.Duration { return 2 * time.Second }
 
-// TestRenderErrorsSayWhetherRetryingMayHelp: a plugin source's failure that may pass (a load that failed, a
-// pull that failed or is under way) renders as Transient with the source's reason; a plugin that does not
-// exist or is not one, and an error without a reason, do not; nor does a failure of the inputs.
+// TestRenderErrorsSayWhetherRetryingMayHelp: a plugin source's failure renders with the source's reason and
+// says it may pass exactly when the source said so (host/pluginsource marks a failed load or pull Transient);
+// an error without a reason is a plugin that was not found, which does not pass; nor does a failure of the
+// inputs.
 func TestRenderErrorsSayWhetherRetryingMayHelp(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -34,9 +35,10 @@ func TestRenderErrorsSayWhetherRetryingMayHelp(t *testing.T) {
 		reason    string
 		transient bool
 	}{
-		{"pull failed", &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: context.DeadlineExceeded}, osmv1alpha1.ReasonPluginPullFailed, true},
-		{"pull pending", &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: pendingPull{}}, osmv1alpha1.ReasonPluginPullFailed, true},
-		{"load failed", &render.Error{Reason: osmv1alpha1.ReasonPluginFailed, Err: errors.New("compile: out of memory")}, osmv1alpha1.ReasonPluginFailed, true},
+		{"pull failed", &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: context.DeadlineExceeded, Transient: true}, osmv1alpha1.ReasonPluginPullFailed, true},
+		{"pull pending", &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: pendingPull{}, Transient: true}, osmv1alpha1.ReasonPluginPullFailed, true},
+		{"load failed", &render.Error{Reason: osmv1alpha1.ReasonPluginFailed, Err: errors.New("compile: out of memory"), Transient: true}, osmv1alpha1.ReasonPluginFailed, true},
+		{"pull refused for good", &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: errors.New("no pull Secret reader")}, osmv1alpha1.ReasonPluginPullFailed, false},
 		{"not a plugin", &render.Error{Reason: osmv1alpha1.ReasonPluginInvalid, Err: errors.New("no osm_render export")}, osmv1alpha1.ReasonPluginInvalid, false},
 		{"unknown built-in", &render.Error{Reason: osmv1alpha1.ReasonPluginNotFound, Err: errors.New("no built-in x")}, osmv1alpha1.ReasonPluginNotFound, false},
 		{"no reason", errors.New("no such plugin"), osmv1alpha1.ReasonPluginNotFound, false},
