@@ -162,7 +162,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	oscReconciler := &osc.Reconciler{
-		Mgmt: mgmtClient, Worker: worker.GetClient(), WorkerAPIReader: worker.GetAPIReader(), MgmtAPIReader: mgr.GetAPIReader(),
+		Mgmt: mgmtClient, Worker: worker.GetClient(), MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
 			BootstrapTokenTTL: o.BootstrapTokenTTL},

@@ -8,15 +8,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/credentials"
 )
 
 // finalize deletes everything created for a MachineDeployment that is going away (or no longer names a
 // profile): its OSC, its Secrets, its credentials. Deletion is by label, so nothing is missed even if the
-// object names were produced by another release.
-func (r *Reconciler) finalize(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
+// object names were produced by another release. Every step is safe to repeat: a reconcile whose finalizer
+// removal meets a newer MachineDeployment (Outdated) goes through them again.
+func (r *Reconciler) finalize(ctx context.Context, st *state) error {
+	md := st.md
 	if !controllerutil.ContainsFinalizer(md, Finalizer) {
 		return nil
 	}
@@ -30,5 +31,5 @@ func (r *Reconciler) finalize(ctx context.Context, md *clusterv1alpha1.MachineDe
 	if err := r.Issuer.Revoke(ctx, md); err != nil {
 		return err
 	}
-	return client.IgnoreNotFound(r.patchFinalizers(ctx, md, controllerutil.RemoveFinalizer))
+	return client.IgnoreNotFound(r.patchFinalizers(ctx, st, md, controllerutil.RemoveFinalizer))
 }

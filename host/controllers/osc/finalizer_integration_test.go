@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,6 +30,12 @@ import (
 // finalizerFixture starts a control plane with a MachineDeployment naming profile, and a reconciler whose
 // worker cache can be made stale (see staleReads). Profile "osp-template" exists: a templates-only profile.
 func finalizerFixture(t *testing.T, profile string) (context.Context, client.Client, *staleReads, *osc.Reconciler, *clusterv1alpha1.MachineDeployment) {
+	_, ctx, c, stale, r, md := finalizerFixtureEnv(t, profile)
+	return ctx, c, stale, r, md
+}
+
+// finalizerFixtureEnv is finalizerFixture with its control plane.
+func finalizerFixtureEnv(t *testing.T, profile string) (*testenv.Env, context.Context, client.Client, *staleReads, *osc.Reconciler, *clusterv1alpha1.MachineDeployment) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := ctrl.LoggerInto(context.Background(), ctrl.Log)
 	c := env.Client
@@ -66,7 +73,7 @@ func finalizerFixture(t *testing.T, profile string) (context.Context, client.Cli
 	settings := render.DefaultSettings()
 	settings.Namespace = "osm"
 	r := &osc.Reconciler{
-		Mgmt: c, Worker: stale, WorkerAPIReader: c, Renderer: &render.Renderer{},
+		Mgmt: c, Worker: stale, Renderer: &render.Renderer{},
 		Issuer:   &credentials.Issuer{Client: c, Namespace: "cloud-init-settings"},
 		Settings: settings, Recorder: record.NewFakeRecorder(100), StalledRetry: time.Hour,
 		ClusterInfo: func(context.Context) (render.ClusterInfo, error) {
@@ -74,7 +81,7 @@ func finalizerFixture(t *testing.T, profile string) (context.Context, client.Cli
 		},
 		RegistryAuth: func(context.Context) (string, error) { return "", nil },
 	}
-	return ctx, c, stale, r, md
+	return env, ctx, c, stale, r, md
 }
 
 // staleReads serves one read of a MachineDeployment from a snapshot taken earlier, as an informer cache that
@@ -153,10 +160,10 @@ func TestFinalizerKeepsOtherControllersFinalizers(t *testing.T) {
 	}
 }
 
-// TestNoCredentialsWithoutFinalizer: the credentials are issued while the finalizer is added. When adding it
-// fails (here: another controller's write the cache had not seen), the credentials issued meanwhile are
-// revoked, because nothing would remove them if the MachineDeployment went away before the next attempt;
-// that attempt adds the finalizer and issues them again.
+// TestNoCredentialsWithoutFinalizer: the credentials are issued once the finalizer is in place, since nothing
+// would remove them if the MachineDeployment went away without it. When adding it fails (here: another
+// controller's write the cache had not seen), none is issued, and the reconcile is requeued at once; the next
+// attempt adds the finalizer and issues them.
 func TestNoCredentialsWithoutFinalizer(t *testing.T) {
 	ctx, c, stale, r, md := finalizerFixture(t, "osp-template")
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
@@ -207,21 +214,25 @@ func TestNoCredentialsWithoutFinalizer(t *testing.T) {
 	}
 }
 
-// unseenOSCs is a cache that has not yet seen any OperatingSystemConfig.
-type unseenOSCs struct{ client.Client }
+// unseenOSCs is a cache that has not yet seen any OperatingSystemConfig, until catchUp is set.
+type unseenOSCs struct {
+	client.Client
+	catchUp *atomic.Bool
+}
 
 func (u unseenOSCs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	_, typed := obj.(*osmv1alpha1.OperatingSystemConfig)
-	if m, ok := obj.(*metav1.PartialObjectMetadata); typed || ok && m.Kind == "OperatingSystemConfig" {
+	if m, ok := obj.(*metav1.PartialObjectMetadata); (typed || ok && m.Kind == "OperatingSystemConfig") && (u.catchUp == nil || !u.catchUp.Load()) {
 		return apierrors.NewNotFound(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), key.Name)
 	}
 	return u.Client.Get(ctx, key, obj, opts...)
 }
 
-// TestPlaceholderTheCacheHasNotSeenIsReplaced: a reconcile that failed left a placeholder OSC, which the next
-// reconcile's cache does not show yet. Its create meets the placeholder (409); it reads it past the cache,
-// finds it is the MachineDeployment's and replaces it, in the same reconcile, reporting nothing.
-func TestPlaceholderTheCacheHasNotSeenIsReplaced(t *testing.T) {
+// TestAPlaceholderTheCacheHasNotSeenIsReplacedOnceItHas: a reconcile that failed left a placeholder OSC, which
+// the next reconcile's cache does not show. Its create meets the placeholder (AlreadyExists): that reconcile
+// reports nothing, waits for the cache to show the placeholder and is requeued at once; the one after replaces
+// the placeholder.
+func TestAPlaceholderTheCacheHasNotSeenIsReplacedOnceItHas(t *testing.T) {
 	ctx, c, _, r, md := finalizerFixture(t, "osp-template")
 	placeholder := &osmv1alpha1.OperatingSystemConfig{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "osm", Name: render.OSCName(md)},
@@ -231,10 +242,24 @@ func TestPlaceholderTheCacheHasNotSeenIsReplaced(t *testing.T) {
 	if err := c.Create(ctx, placeholder); err != nil {
 		t.Fatal(err)
 	}
-	r.Mgmt, r.MgmtAPIReader = unseenOSCs{c}, c
+	catchUp := &atomic.Bool{}
+	r.Mgmt, r.MgmtAPIReader = unseenOSCs{Client: c, catchUp: catchUp}, c
 	recorder := record.NewFakeRecorder(10)
 	r.Recorder = recorder
-	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}); err != nil {
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
+	go func() {
+		time.Sleep(time.Second)
+		catchUp.Store(true)
+	}()
+	start := time.Now()
+	res, err := r.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter <= 0 {
+		t.Fatalf("reconcile on a cache without the placeholder: %+v, %v; want a requeue", res, err)
+	}
+	if took := time.Since(start); took < time.Second {
+		t.Errorf("the reconcile returned after %s, before its cache showed the placeholder", took)
+	}
+	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	got := &osmv1alpha1.OperatingSystemConfig{}
@@ -264,10 +289,11 @@ func (u unseenUserData) Get(ctx context.Context, key client.ObjectKey, obj clien
 	return u.Client.Get(ctx, key, obj, opts...)
 }
 
-// TestAReconcileOnAStaleCacheWritesNothing: a MachineDeployment is reconciled again right after its first
-// reconcile wrote everything (the profile's plugin got resolved, say), while the caches have seen none of it:
-// not the finalizer, not the OSC, not the Secrets. It must neither render and write it all again nor, when its
-// finalizer patch conflicts, revoke the node credential the first reconcile handed out.
+// TestAReconcileOnAStaleCacheWritesNothing: a MachineDeployment is reconciled again after its first reconcile
+// wrote everything, on caches that have seen none of it: not the finalizer, not the OSC, not the Secrets (the
+// reconciler waits for its caches to show its writes, see TestAReconcileRightAfterOneThatWroteFindsItCurrent;
+// this is a cache further behind). Its first write, the finalizer patch computed from the stale
+// MachineDeployment, fails as Outdated: nothing else is written, no credential issued or revoked.
 func TestAReconcileOnAStaleCacheWritesNothing(t *testing.T) {
 	ctx, c, _, r, md := finalizerFixture(t, "osp-template")
 	r.MgmtAPIReader = c
@@ -304,7 +330,7 @@ func TestAReconcileOnAStaleCacheWritesNothing(t *testing.T) {
 	}
 	want := versions()
 
-	r.Mgmt = unseenOSCs{c}
+	r.Mgmt = unseenOSCs{Client: c}
 	r.Worker = &staleReads{Client: unseenUserData{c}, snapshot: before}
 	res, err := r.Reconcile(ctx, req)
 	if err != nil {

@@ -53,10 +53,10 @@ func (m *metrics) observe(st *state, err error, took time.Duration) {
 	}
 	m.reconcile.Observe(took.Seconds())
 	reason := "Succeeded"
-	if err != nil {
-		reason = "Error"
-		if f, ok := failure.As(err); ok {
-			reason = f.Reason
+	if f := failure.Of(err); f != nil {
+		reason = f.Reason
+		if reason == "" {
+			reason = f.Action.String()
 		}
 	}
 	m.outcomes.WithLabelValues(reason).Inc()

@@ -6,7 +6,6 @@ package osc
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -45,16 +44,16 @@ const (
 	KeyKubeconfig = "kubeconfig"
 )
 
-// Reconciler reconciles MachineDeployments into OperatingSystemConfigs and user-data Secrets.
+// Reconciler reconciles MachineDeployments into OperatingSystemConfigs and user-data Secrets. It holds the
+// clients the management/worker split needs: a cached client per cluster, and one reader past the management
+// cache for what that cache does not hold.
 type Reconciler struct {
 	// Mgmt reads profiles and writes OperatingSystemConfigs (the -kubeconfig cluster).
 	Mgmt client.Client
 	// Worker reads MachineDeployments and writes Secrets (the -worker-cluster-kubeconfig cluster).
 	Worker client.Client
-	// WorkerAPIReader reads the worker cluster without the cache, where a stale read would be wrong.
-	WorkerAPIReader client.Reader
-	// MgmtAPIReader reads the Secrets profiles hand their plugins (spec.plugin.secrets), which the caches do
-	// not hold.
+	// MgmtAPIReader reads what the management cache does not hold: the Secrets profiles hand their plugins
+	// (spec.plugin.secrets), and OSC status (the cache holds OSC metadata only, see OSCMeta).
 	MgmtAPIReader client.Reader
 	// PluginSecretRetry is how soon a missing plugin Secret is looked for again (DefaultPluginSecretRetry
 	// when zero).
@@ -75,24 +74,26 @@ type Reconciler struct {
 
 	settingsHash string
 	metrics      *metrics
-	recent       recentWrites
 	// upstreamChecked holds the UIDs of the MachineDeployments whose upstream leftovers are gone (upstream.go).
 	upstreamChecked sync.Map
 	// kubeletSecretNeeded holds needsKubeletBootstrapSecret's answer by profile UID, for one generation.
 	kubeletSecretNeeded sync.Map
 }
 
-// Reconcile brings one MachineDeployment's configuration up to date.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile brings one MachineDeployment's configuration up to date: the steps (reconcile), then the one
+// status write (report), then waiting for the caches to show what was written (awaitCaches).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	md := &clusterv1alpha1.MachineDeployment{}
 	if err := r.Worker.Get(ctx, req.NamespacedName, md); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("machinedeployment", klog.KObj(md))
 	ctx = logr.NewContext(ctx, log)
+	st := &state{md: md}
+	defer r.awaitCaches(ctx, st)
 
 	if !md.DeletionTimestamp.IsZero() || md.Annotations[clusterv1alpha1.AnnotationOSP] == "" {
-		return r.policy().Result(r.finalize(ctx, md))
+		return r.policy().Result(r.finalize(ctx, st))
 	}
 	if md.Annotations[clusterv1alpha1.AnnotationRevision] == "" {
 		// machine-controller gives a new MachineDeployment its first revision right after creating it, and
@@ -103,31 +104,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	start := time.Now()
-	st := &state{md: md}
-	err := r.reconcile(ctx, st)
-	r.metrics.observe(st, err, time.Since(start))
-	if errors.Is(err, errAddingFinalizer) {
-		// Only credentials were written for the MachineDeployment: no status, no event. Without the finalizer
-		// nothing would remove them if the MachineDeployment went away now; the next attempt issues them again.
-		// Unless the cache had only not seen the finalizer an earlier reconcile added: then it is there, and
-		// it will see the credentials removed when the MachineDeployment goes.
-		if !r.hasFinalizer(ctx, md) {
-			if rerr := r.Issuer.Revoke(ctx, md); rerr != nil {
-				log.Error(rerr, "revoking the credentials of a MachineDeployment without finalizer")
-			}
-		}
-		return r.policy().Result(err)
-	}
-	if rerr := r.report(ctx, st, err); rerr != nil && err == nil {
-		err = rerr
-	}
-	if err == nil {
-		return ctrl.Result{RequeueAfter: st.refreshAfter(time.Now())}, nil
-	}
-	if f, ok := failure.As(err); ok {
-		log.Info("configuration cannot be rendered", "reason", f.Reason, "then", f.Action.String(), "error", f.Err.Error())
-	}
-	return r.policy().Result(err)
+	defer func() {
+		result, err = r.report(ctx, st, err)
+		r.metrics.observe(st, err, time.Since(start))
+	}()
+	return ctrl.Result{}, r.reconcile(ctx, st)
 }
 
 // policy is when the reconciler looks again after a failure (failure.Policy): a Retry after StalledRetry, a
@@ -138,18 +119,6 @@ func (r *Reconciler) policy() failure.Policy {
 		wait = DefaultPluginSecretRetry
 	}
 	return failure.Policy{Retry: r.StalledRetry, Wait: wait}
-}
-
-// hasFinalizer reports whether the MachineDeployment carries our finalizer on the API server, past the cache.
-func (r *Reconciler) hasFinalizer(ctx context.Context, md *clusterv1alpha1.MachineDeployment) bool {
-	if r.WorkerAPIReader == nil {
-		return false
-	}
-	live := &clusterv1alpha1.MachineDeployment{}
-	if err := r.WorkerAPIReader.Get(ctx, client.ObjectKeyFromObject(md), live); err != nil {
-		return false
-	}
-	return live.UID == md.UID && controllerutil.ContainsFinalizer(live, Finalizer)
 }
 
 // reconcile runs the steps in order. Each reads what the previous ones put into st.
@@ -174,28 +143,24 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) error {
 	return nil
 }
 
-// prepareWrites puts the finalizer on the MachineDeployment and issues its credentials — API round trips —
-// while the render, which needs neither, runs. A render depends on the credentials only through the decision
+// prepareWrites puts the finalizer on the MachineDeployment and then issues its credentials — API round trips
+// — while the render, which needs neither, runs. A render depends on the credentials only through the decision
 // whether anything must be written at all; when the render hash already shows that something must, rendering
 // need not wait: in a profile of 500 new MachineDeployments each reconcile spent ~150 ms rendering (on cores
-// shared with the API server) after ~3 round trips it did not depend on. The finalizer and the credentials do
-// not wait for each other either; credentials issued while the finalizer failed are revoked (Reconcile), so a
-// MachineDeployment deleted meanwhile leaves nothing behind.
+// shared with the API server) after ~3 round trips it did not depend on. The credentials wait for the
+// finalizer: without it nothing would remove them if the MachineDeployment went away.
 func (r *Reconciler) prepareWrites(ctx context.Context, st *state) error {
 	// The render reads st.md while the patch would write its response into it: patch a copy, and take the
 	// finalizer and resourceVersion over once both are done.
 	var patched *clusterv1alpha1.MachineDeployment
 	err := parallel.Do(func() error {
-		if controllerutil.ContainsFinalizer(st.md, Finalizer) {
-			return nil
+		if !controllerutil.ContainsFinalizer(st.md, Finalizer) {
+			md := st.md.DeepCopy()
+			if err := r.patchFinalizers(ctx, st, md, controllerutil.AddFinalizer); err != nil {
+				return fmt.Errorf("adding finalizer: %w", err)
+			}
+			patched = md
 		}
-		md := st.md.DeepCopy()
-		if err := r.patchFinalizers(ctx, md, controllerutil.AddFinalizer); err != nil {
-			return fmt.Errorf("%w: %w", errAddingFinalizer, err)
-		}
-		patched = md
-		return nil
-	}, func() error {
 		return r.issueCredentials(ctx, st)
 	}, func() error {
 		if r.renderedCurrent(st) {
@@ -209,15 +174,14 @@ func (r *Reconciler) prepareWrites(ctx context.Context, st *state) error {
 	return err
 }
 
-// errAddingFinalizer marks a failure to add the finalizer, before anything was written for the
-// MachineDeployment.
-var errAddingFinalizer = errors.New("adding finalizer")
-
 // patchFinalizers adds or removes our finalizer. The list is written whole, so the patch carries the
-// resourceVersion it was computed from: read from a cache that had not yet seen another controller's finalizer,
-// it fails with a conflict instead of dropping that finalizer, and the next attempt reads again.
-func (r *Reconciler) patchFinalizers(ctx context.Context, md *clusterv1alpha1.MachineDeployment, change func(client.Object, string) bool) error {
+// resourceVersion it was computed from: read from a cache that had not yet seen another controller's finalizer
+// (or our own), it fails as Outdated instead of dropping that finalizer, and the next reconcile reads again.
+func (r *Reconciler) patchFinalizers(ctx context.Context, st *state, md *clusterv1alpha1.MachineDeployment, change func(client.Object, string) bool) error {
+	before := versionOf(md)
 	patch := client.MergeFromWithOptions(md.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	change(md, Finalizer)
-	return r.Worker.Patch(ctx, md, patch)
+	err := r.Worker.Patch(ctx, md, patch)
+	st.expect(err, expectation{cache: r.Worker, obj: md.DeepCopy(), before: before, gone: true})
+	return err
 }

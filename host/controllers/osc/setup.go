@@ -61,22 +61,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 		return fmt.Errorf("indexing MachineDeployments by user-data Secret: %w", err)
 	}
 
-	managed := predicate.NewPredicateFuncs(func(o client.Object) bool {
-		_, named := o.GetAnnotations()[clusterv1alpha1.AnnotationOSP]
-		return named || slices.Contains(o.GetFinalizers(), Finalizer)
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("operatingsystemconfig").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
 		WatchesRawSource(source.Kind(worker.GetCache(), &clusterv1alpha1.MachineDeployment{},
 			&handler.TypedEnqueueRequestForObject[*clusterv1alpha1.MachineDeployment]{},
 			predicate.TypedFuncs[*clusterv1alpha1.MachineDeployment]{
-				CreateFunc: func(e event.TypedCreateEvent[*clusterv1alpha1.MachineDeployment]) bool {
-					return managed.Create(event.CreateEvent{Object: e.Object})
-				},
+				CreateFunc: func(e event.TypedCreateEvent[*clusterv1alpha1.MachineDeployment]) bool { return managed(e.Object) },
 				UpdateFunc: func(e event.TypedUpdateEvent[*clusterv1alpha1.MachineDeployment]) bool {
-					return (managed.Create(event.CreateEvent{Object: e.ObjectNew}) || managed.Create(event.CreateEvent{Object: e.ObjectOld})) &&
-						renderRelevant(e.ObjectOld, e.ObjectNew)
+					return (managed(e.ObjectNew) || managed(e.ObjectOld)) && renderRelevant(e.ObjectOld, e.ObjectNew)
 				},
 				DeleteFunc:  func(e event.TypedDeleteEvent[*clusterv1alpha1.MachineDeployment]) bool { return false },
 				GenericFunc: func(e event.TypedGenericEvent[*clusterv1alpha1.MachineDeployment]) bool { return true },
@@ -113,6 +106,13 @@ func readerDeletions(worker cluster.Cluster, obj *metav1.PartialObjectMetadata) 
 			UpdateFunc: func(event.TypedUpdateEvent[*metav1.PartialObjectMetadata]) bool { return false },
 			DeleteFunc: func(event.TypedDeleteEvent[*metav1.PartialObjectMetadata]) bool { return true },
 		})
+}
+
+// managed reports whether OSM owes md anything: it names a profile, or carries the finalizer of what OSM wrote
+// for it.
+func managed(md *clusterv1alpha1.MachineDeployment) bool {
+	_, named := md.Annotations[clusterv1alpha1.AnnotationOSP]
+	return named || slices.Contains(md.Finalizers, Finalizer)
 }
 
 // renderRelevant reports whether a MachineDeployment update can change what OSM renders or owes it: its spec

@@ -51,8 +51,11 @@ type state struct {
 	// done is set when everything is already up to date: no render, no write.
 	done bool
 	// wrote lists what this reconcile changed, for the log; writes run concurrently (noteWrote).
-	wrote   []string
-	wroteMu sync.Mutex
+	wrote []string
+	// expected is what the caches must show before the reconcile returns (awaitCaches).
+	expected []expectation
+	// mu guards wrote and expected.
+	mu sync.Mutex
 	// renderTook is the time spent rendering and encoding (templates, plugin, encoders), without API calls.
 	renderTook time.Duration
 	// sizes of the user-data written.
@@ -70,7 +73,7 @@ func (st *state) refreshAfter(now time.Time) time.Duration {
 
 // noteWrote records a write; the writes of one reconcile run concurrently.
 func (st *state) noteWrote(what string) {
-	st.wroteMu.Lock()
-	defer st.wroteMu.Unlock()
+	st.mu.Lock()
+	defer st.mu.Unlock()
 	st.wrote = append(st.wrote, what)
 }

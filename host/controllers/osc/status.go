@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -22,20 +24,41 @@ import (
 	"github.com/osmhq/osm/host/render"
 )
 
-// report writes the outcome of a reconcile where operators look: the OSC's status conditions and, for a
-// failure, an event on the MachineDeployment. A MachineDeployment that never rendered still gets an OSC, with
-// an empty spec and a condition saying why, so `kubectl get osc` shows every MachineDeployment OSM manages.
-// A rendered OSC is created with its status (writeConfig), so a reconcile that succeeds writes no status.
-func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) error {
+// report writes the outcome of a reconcile where operators look — the OSC's status conditions and, for a
+// failure, an event on the MachineDeployment — and returns what controller-runtime is to do next. A
+// MachineDeployment that never rendered still gets an OSC, with an empty spec and a condition saying why, so
+// `kubectl get osc` shows every MachineDeployment OSM manages. A rendered OSC is created with its status
+// (writeConfig), so a reconcile that succeeds writes no status; any other writes it at most once.
+func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) (ctrl.Result, error) {
+	f := failure.Of(reconcileErr)
+	if f != nil && f.Action == failure.Outdated {
+		// The cache was behind: nothing is wrong to report, and the reconcile runs again on a cache that has
+		// caught up (awaitCaches).
+		return r.policy().Result(reconcileErr)
+	}
+	werr := r.writeStatus(ctx, st, reconcileErr)
+	if failure.IsOutdated(werr) {
+		return r.policy().Result(werr) // reported by the next reconcile, on a cache that has caught up
+	}
+	if reconcileErr == nil {
+		if werr != nil {
+			return r.policy().Result(werr)
+		}
+		return ctrl.Result{RequeueAfter: st.refreshAfter(time.Now())}, nil
+	}
+	if f.Action != failure.Backoff {
+		logr.FromContextOrDiscard(ctx).Info("configuration cannot be rendered", "reason", f.Reason, "then", f.Action.String(), "error", f.Err.Error())
+	}
+	return r.policy().Result(reconcileErr)
+}
+
+// writeStatus records the outcome, reconcileErr (nil for success), as an event and in the OSC's status.
+func (r *Reconciler) writeStatus(ctx context.Context, st *state, reconcileErr error) error {
 	if st.done && reconcileErr == nil && st.osc != nil {
 		ready, err := r.oscReady(ctx, st)
 		if err != nil || ready {
 			return err
 		}
-	}
-	if apierrors.IsAlreadyExists(reconcileErr) || apierrors.IsConflict(reconcileErr) {
-		// The cache was behind our own writes: Reconcile retries at once, and nothing is wrong to report.
-		return nil
 	}
 	r.notify(ctx, st, reconcileErr)
 	if st.osc == nil && reconcileErr != nil {
@@ -48,7 +71,7 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 		// The placeholder is OSM's object too: the finalizer must be in place before it, so that deleting the
 		// MachineDeployment removes it (a reconcile that failed early has not added it yet).
 		if !controllerutil.ContainsFinalizer(st.md, Finalizer) {
-			if err := r.patchFinalizers(ctx, st.md, controllerutil.AddFinalizer); err != nil {
+			if err := r.patchFinalizers(ctx, st, st.md, controllerutil.AddFinalizer); err != nil {
 				return err
 			}
 		}
@@ -63,25 +86,28 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	if equality.Semantic.DeepEqual(before, &osc.Status) {
 		return nil
 	}
-	// A merge patch carries no resourceVersion, so a status write never conflicts with the cache being a step
-	// behind our own create. It is computed from the statuses alone: diffing whole objects would marshal the
-	// rendered spec twice per reconcile (a tenth of the controller's CPU in a profile of 500 new machines).
+	// A merge patch of the status alone: the status is OSM's only, so there is no other writer's change to
+	// keep. It is computed from the statuses alone: diffing whole objects would marshal the rendered spec twice
+	// per reconcile (a tenth of the controller's CPU in a profile of 500 new machines).
 	from := &osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: osc.Namespace, Name: osc.Name}, Status: *before}
 	to := &osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: osc.Namespace, Name: osc.Name}, Status: osc.Status}
-	if err := r.Mgmt.Patch(ctx, to, client.MergeFrom(from)); err != nil {
+	err := r.Mgmt.Patch(ctx, to, client.MergeFrom(from))
+	st.expect(err, r.oscExpectation(st, versionOf(osc)))
+	if err != nil {
 		logr.FromContextOrDiscard(ctx).Error(err, "writing OperatingSystemConfig status")
 		return client.IgnoreNotFound(err)
 	}
 	return nil
 }
 
-// notify records a failure as a Warning event on the MachineDeployment, and a success in the log (not as an
-// event: an event is one more API write per render, and the OSC's status already says the user-data is
-// ready), with the plugin's warnings as events.
+// notify records a failure as an event on the MachineDeployment, and a success in the log (not as an event: an
+// event is one more API write per render, and the OSC's status already says the user-data is ready), with the
+// plugin's warnings as events.
 func (r *Reconciler) notify(ctx context.Context, st *state, reconcileErr error) {
-	if reconcileErr != nil {
-		reason, msg := reported(reconcileErr)
-		r.Recorder.Event(st.md, corev1.EventTypeWarning, reason, msg)
+	if f := failure.Of(reconcileErr); f != nil {
+		if f.Event != "" {
+			r.Recorder.Event(st.md, f.Event, f.Reason, oneLine(reconcileErr.Error()))
+		}
 		return
 	}
 	if len(st.wrote) > 0 {
@@ -94,36 +120,27 @@ func (r *Reconciler) notify(ctx context.Context, st *state, reconcileErr error) 
 	}
 }
 
-// reported is the reason and the one-line message a reconcile error is reported with: a classified failure's
-// reason, WriteFailed for any other error (an API call that failed, retried with backoff).
-func reported(err error) (reason, msg string) {
-	reason = osmv1alpha1.ReasonWriteFailed
-	if f, ok := failure.As(err); ok {
-		reason = f.Reason
-	}
-	return reason, oneLine(err.Error())
-}
-
 // specGeneration is the generation of every OSC's spec: OSM never updates a spec (a new render replaces the
 // OSC), and an OSC has no status subresource, so later generations are status writes, which the status does
 // not describe.
 const specGeneration = 1
 
-// setStatus puts the outcome of the reconcile of st into status.
+// setStatus puts the outcome of the reconcile of st, reconcileErr (nil for success), into status. A failure to
+// talk to the API server is one of writing the Secrets (SecretsWritten); any other is one of rendering.
 func (r *Reconciler) setStatus(st *state, status *osmv1alpha1.OperatingSystemConfigStatus, reconcileErr error) {
 	status.ObservedGeneration = specGeneration
 	status.MachineDeploymentRevision = st.md.Annotations[clusterv1alpha1.AnnotationRevision]
 	if st.osp != nil {
 		status.Profile = fmt.Sprintf("%s/%s@%s", st.osp.Namespace, st.osp.Name, st.osp.Spec.Version)
 	}
-	if reconcileErr != nil {
-		reason, msg := reported(reconcileErr)
+	if f := failure.Of(reconcileErr); f != nil {
 		condType := osmv1alpha1.ConditionRendered
-		if reason == osmv1alpha1.ReasonWriteFailed {
+		if f.Action == failure.Backoff {
 			condType = osmv1alpha1.ConditionSecretsWritten
 		}
-		setCondition(status, condType, metav1.ConditionFalse, reason, msg)
-		setCondition(status, osmv1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+		msg := oneLine(reconcileErr.Error())
+		setCondition(status, condType, metav1.ConditionFalse, f.Reason, msg)
+		setCondition(status, osmv1alpha1.ConditionReady, metav1.ConditionFalse, f.Reason, msg)
 		return
 	}
 	if st.output != nil {
@@ -139,6 +156,13 @@ func (r *Reconciler) setStatus(st *state, status *osmv1alpha1.OperatingSystemCon
 		fmt.Sprintf("bootstrap %d bytes, provisioning %d bytes", status.BootstrapSize, status.ProvisioningSize))
 	setCondition(status, osmv1alpha1.ConditionReady, metav1.ConditionTrue, osmv1alpha1.ReasonSucceeded,
 		"user-data for revision "+status.MachineDeploymentRevision+" is ready")
+}
+
+// oscExpectation is the Mgmt cache showing the MachineDeployment's OSC at another version than before.
+func (r *Reconciler) oscExpectation(st *state, before version) expectation {
+	osc := OSCMeta()
+	osc.Namespace, osc.Name = r.Settings.Namespace, render.OSCName(st.md)
+	return expectation{cache: r.Mgmt, obj: osc, before: before}
 }
 
 // oscReady reports whether st.osc's Ready condition is True. An OSC still as writeConfig created it is, and
@@ -159,7 +183,8 @@ func (r *Reconciler) oscReady(ctx context.Context, st *state) (bool, error) {
 var oscResource = osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource()
 
 // readOSCStatus reads st.osc's status from the API server, once per reconcile. The OSC read must be the one
-// the reconcile decided on: another one (replaced meanwhile) is a conflict, and the reconcile is retried.
+// the reconcile decided on: another one (replaced meanwhile) is Outdated, and the reconcile runs again once
+// the cache shows it.
 func (r *Reconciler) readOSCStatus(ctx context.Context, st *state) error {
 	if st.oscStatusRead {
 		return nil
@@ -172,11 +197,15 @@ func (r *Reconciler) readOSCStatus(ctx context.Context, st *state) error {
 	err := reader.Get(ctx, client.ObjectKeyFromObject(st.osc), live)
 	switch {
 	case apierrors.IsNotFound(err):
-		return apierrors.NewConflict(oscResource, st.osc.Name, err)
+		err = apierrors.NewConflict(oscResource, st.osc.Name, err)
 	case err != nil:
 		return fmt.Errorf("reading the status of OperatingSystemConfig %s: %w", st.osc.Name, err)
 	case live.UID != st.osc.UID:
-		return apierrors.NewConflict(oscResource, st.osc.Name, errors.New("replaced since it was read"))
+		err = apierrors.NewConflict(oscResource, st.osc.Name, errors.New("replaced since it was read"))
+	}
+	if err != nil {
+		st.expect(err, r.oscExpectation(st, versionOf(st.osc)))
+		return err
 	}
 	st.osc.Status, st.oscStatusRead = live.Status, true
 	return nil
@@ -206,7 +235,9 @@ func (r *Reconciler) createPlaceholder(ctx context.Context, st *state, reconcile
 	}
 	r.setStatus(st, &osc.Status, reconcileErr)
 	credentials.Mark(st.md, osc)
-	if err := r.Mgmt.Create(ctx, osc); err != nil {
+	err := r.Mgmt.Create(ctx, osc)
+	st.expect(err, r.oscExpectation(st, version{}))
+	if err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s to report status: %w", osc.Name, err)
 	}
 	st.osc, st.oscStatusRead = osc, true

@@ -7,14 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -78,43 +77,11 @@ func (r *Reconciler) pluginDigest(ctx context.Context, namespace string, ref *os
 	return p.Identity().Digest
 }
 
-// loadCurrent reads what was written for the MachineDeployment before, and refuses to go on when any of it
-// belongs to another MachineDeployment (see conflict).
+// loadCurrent reads, from the caches, what was written for the MachineDeployment before, and refuses to go on
+// when any of it belongs to another MachineDeployment (see conflict).
 func (r *Reconciler) loadCurrent(ctx context.Context, st *state) error {
-	if err := r.readCurrent(ctx, st, r.Mgmt, r.Worker); err != nil {
-		return err
-	}
-	current := r.renderedCurrent(st) && controllerutil.ContainsFinalizer(st.md, Finalizer)
-	if current || !r.recent.wrote(st.md.UID) || r.MgmtAPIReader == nil || r.WorkerAPIReader == nil {
-		return nil
-	}
-	// This process wrote the MachineDeployment's user-data moments ago, and the caches do not show it yet: a
-	// reconcile right after the first one (the profile's plugin got resolved meanwhile) would render and write
-	// everything again, and its finalizer patch, computed from a MachineDeployment the cache had not yet seen
-	// with the finalizer, would conflict. Read what is really there instead, which costs a few reads, and only
-	// in this case.
-	r.catchUpFinalizer(ctx, st)
-	st.osc, st.bootstrap, st.provisioning, st.kubeletBoot = nil, nil, nil, nil
-	return r.readCurrent(ctx, st, r.MgmtAPIReader, r.WorkerAPIReader)
-}
-
-// catchUpFinalizer takes the finalizers and resourceVersion of the MachineDeployment as the API server has it,
-// when it is otherwise what the cache showed (the same object, spec and annotations): the render stays the
-// one of what was read, and only OSM's own metadata write is caught up with.
-func (r *Reconciler) catchUpFinalizer(ctx context.Context, st *state) {
-	live := &clusterv1alpha1.MachineDeployment{}
-	if err := r.WorkerAPIReader.Get(ctx, client.ObjectKeyFromObject(st.md), live); err != nil {
-		return
-	}
-	if live.UID == st.md.UID && live.Generation == st.md.Generation && maps.Equal(live.Annotations, st.md.Annotations) {
-		st.md.Finalizers, st.md.ResourceVersion = live.Finalizers, live.ResourceVersion
-	}
-}
-
-// readCurrent reads the OSC and the Secrets OSM writes for st.md through mgmt and worker.
-func (r *Reconciler) readCurrent(ctx context.Context, st *state, mgmt, worker client.Reader) error {
 	osc := OSCMeta()
-	switch err := mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); {
+	switch err := r.Mgmt.Get(ctx, client.ObjectKey{Namespace: r.Settings.Namespace, Name: render.OSCName(st.md)}, osc); {
 	case err == nil:
 		if !credentials.Owns(st.md, osc) {
 			return failure.Stalled(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
@@ -134,7 +101,7 @@ func (r *Reconciler) readCurrent(ctx context.Context, st *state, mgmt, worker cl
 		{render.KubeletBootstrapSecretName(st.md), &st.kubeletBoot, false},
 	} {
 		secret := &corev1.Secret{}
-		switch err := worker.Get(ctx, client.ObjectKey{Namespace: r.Settings.CloudInitSettingsNamespace, Name: s.name}, secret); {
+		switch err := r.Worker.Get(ctx, client.ObjectKey{Namespace: r.Settings.CloudInitSettingsNamespace, Name: s.name}, secret); {
 		case err == nil:
 			if !credentials.Owns(st.md, secret) {
 				return r.conflict(ctx, st, secret, s.contract)
@@ -151,30 +118,36 @@ func (r *Reconciler) readCurrent(ctx context.Context, st *state, mgmt, worker cl
 // Secret names cannot tell c/a-b from b-c/a, so the MachineDeployment that wrote them first keeps them; this
 // one writes nothing and holds no node credential: a credential of its own would be allowed to read the
 // other's provisioning Secret, which has the very name its Role grants. Credentials it was issued while it
-// owned the Secrets are revoked once, when the conflict is first reported. The owner's Secrets going away
-// brings it back (see secretHandler); the retry after a pause covers an event missed across a restart.
+// owned the Secrets are revoked when the cache still shows any. The owner's Secrets going away brings it
+// back (see secretHandler); the retry after a pause covers an event missed across a restart.
 func (r *Reconciler) conflict(ctx context.Context, st *state, secret *corev1.Secret, contract bool) error {
 	reason := osmv1alpha1.ReasonNameConflict
 	if contract {
 		reason = osmv1alpha1.ReasonSecretNameConflict
 	}
-	if !r.reporting(ctx, st, reason) {
+	holds, err := r.holdsCredentials(ctx, st.md)
+	if err != nil {
+		return err
+	}
+	if holds {
 		if err := r.Issuer.Revoke(ctx, st.md); err != nil {
 			return err
 		}
 	}
-	err := &credentials.ConflictError{Kind: "Secret", Name: secret.Namespace + "/" + secret.Name, Owner: credentials.Owner(secret)}
-	return failure.Retrying(reason, err)
+	return failure.Retrying(reason, &credentials.ConflictError{Kind: "Secret", Name: secret.Namespace + "/" + secret.Name, Owner: credentials.Owner(secret)})
 }
 
-// reporting reports whether the OSC's Ready condition already gives reason. When its status cannot be read,
-// it does not: the caller then repeats what it does the first time, which is safe to repeat.
-func (r *Reconciler) reporting(ctx context.Context, st *state, reason string) bool {
-	if st.osc == nil || r.readOSCStatus(ctx, st) != nil {
-		return false
+// holdsCredentials reports whether the worker cache shows a bootstrap token, reader Role or reader RoleBinding
+// of md's.
+func (r *Reconciler) holdsCredentials(ctx context.Context, md *clusterv1alpha1.MachineDeployment) (bool, error) {
+	if role, binding := r.Issuer.ReaderMissing(ctx, r.Worker, md); !role || !binding {
+		return true, nil
 	}
-	c := meta.FindStatusCondition(st.osc.Status.Conditions, osmv1alpha1.ConditionReady)
-	return c != nil && c.Reason == reason
+	tokens := &corev1.SecretList{}
+	if err := r.Worker.List(ctx, tokens, client.InNamespace(metav1.NamespaceSystem), credentials.Selector(md)); err != nil {
+		return false, fmt.Errorf("listing the bootstrap tokens of %s: %w", credentials.OwnerKey(md), err)
+	}
+	return len(tokens.Items) > 0, nil
 }
 
 // issueCredentials makes sure the MachineDeployment has a valid bootstrap token and a reader Role, and decides
@@ -190,19 +163,22 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 	}
 	err := parallel.Do(func() (err error) {
 		st.bootstrapToken, err = r.Issuer.BootstrapToken(ctx, st.md)
+		if err == nil {
+			r.expectToken(st)
+		}
 		return err
 	}, func() error {
 		if recorded != "" {
 			return nil
 		}
-		return r.Issuer.EnsureReaderRole(ctx, st.md)
+		return r.ensureReaderRole(ctx, st)
 	})
 	if err == nil && st.bootstrapToken.Value != recorded {
 		st.bindReader = true
 		if recorded != "" {
 			// A new token for a MachineDeployment that had one (revoked, or from an OSM version that issued
 			// ServiceAccount tokens): rare, so the Role is checked in its own round trip.
-			err = r.Issuer.EnsureReaderRole(ctx, st.md)
+			err = r.ensureReaderRole(ctx, st)
 		}
 	}
 	if err == nil && !st.bindReader {
@@ -220,18 +196,55 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 func (r *Reconciler) restoreReader(ctx context.Context, st *state) error {
 	roleGone, bindingGone := r.Issuer.ReaderMissing(ctx, r.Worker, st.md)
 	if roleGone {
-		if err := r.Issuer.EnsureReaderRole(ctx, st.md); err != nil {
+		if err := r.ensureReaderRole(ctx, st); err != nil {
 			return err
 		}
 	}
 	if !roleGone && !bindingGone {
 		return nil
 	}
-	if err := r.Issuer.BindReader(ctx, st.md, st.bootstrapToken); err != nil {
+	return r.bindReader(ctx, st)
+}
+
+// ensureReaderRole is Issuer.EnsureReaderRole, after which the cache must show the Role.
+func (r *Reconciler) ensureReaderRole(ctx context.Context, st *state) error {
+	err := r.Issuer.EnsureReaderRole(ctx, st.md)
+	st.expect(err, r.readerExpectation(st, credentials.ReaderRoleMeta()))
+	return err
+}
+
+// bindReader is Issuer.BindReader to the bootstrap token, after which the cache must show the RoleBinding.
+func (r *Reconciler) bindReader(ctx context.Context, st *state) error {
+	err := r.Issuer.BindReader(ctx, st.md, st.bootstrapToken)
+	st.expect(err, r.readerExpectation(st, credentials.ReaderBindingMeta()))
+	if err != nil {
 		return err
 	}
 	st.noteWrote("RoleBinding " + credentials.ProvisioningReaderName(st.md))
 	return nil
+}
+
+// readerExpectation is the worker cache showing md's reader Role or RoleBinding (obj's kind), which
+// restoreReader would otherwise put back.
+func (r *Reconciler) readerExpectation(st *state, obj *metav1.PartialObjectMetadata) expectation {
+	obj.Namespace, obj.Name = r.Issuer.Namespace, credentials.ProvisioningReaderName(st.md)
+	return expectation{cache: r.Worker, obj: obj}
+}
+
+// expectToken expects the worker cache to show the bootstrap token with the expiration BootstrapToken
+// returned: the next reconcile's BootstrapToken then reuses it instead of creating or extending it again.
+func (r *Reconciler) expectToken(st *state) {
+	tok := st.bootstrapToken
+	id, _, ok := strings.Cut(tok.Value, ".")
+	if !ok || tok.Expires.IsZero() {
+		return
+	}
+	// Bootstrap token Secrets are named bootstrap-token-<id> in kube-system (k8s.io/cluster-bootstrap).
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceSystem, Name: "bootstrap-token-" + id}}
+	expires := tok.Expires.UTC().Format(time.RFC3339)
+	st.expect(nil, expectation{cache: r.Worker, obj: secret, also: func(o client.Object) bool {
+		return string(o.(*corev1.Secret).Data["expiration"]) == expires
+	}})
 }
 
 // credentialFailure reports an object in the way (someone else's under the name OSM chose) as a NameConflict,
@@ -355,8 +368,14 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 	if st.osc != nil && st.osc.Annotations[AnnotationRenderHash] == st.hash {
 		return nil
 	}
+	// The delete is conditional on the UID read and the create on nothing being there: on a cache behind our
+	// own writes either fails as Outdated (failure.IsOutdated), and the reconcile runs again once the cache
+	// shows what is there.
+	before := versionOf(st.osc)
 	if st.osc != nil {
-		if err := r.Mgmt.Delete(ctx, st.osc, client.Preconditions{UID: &st.osc.UID}); client.IgnoreNotFound(err) != nil {
+		err := r.Mgmt.Delete(ctx, st.osc, client.Preconditions{UID: &st.osc.UID})
+		if client.IgnoreNotFound(err) != nil {
+			st.expect(err, r.oscExpectation(st, before))
 			return fmt.Errorf("replacing OperatingSystemConfig %s: %w", st.osc.Name, err)
 		}
 	}
@@ -371,11 +390,7 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 	r.setDrift(st, &osc.Status, drift)
 	credentials.Mark(st.md, osc)
 	err := r.Mgmt.Create(ctx, osc)
-	if apierrors.IsAlreadyExists(err) && st.osc == nil && r.MgmtAPIReader != nil {
-		// The cache has not seen an OSC written moments ago (the placeholder of a reconcile that failed):
-		// replace it, if it is this MachineDeployment's.
-		err = r.replaceUnseen(ctx, st, osc)
-	}
+	st.expect(err, r.oscExpectation(st, before))
 	if err != nil {
 		return fmt.Errorf("creating OperatingSystemConfig %s: %w", osc.Name, err)
 	}
@@ -383,22 +398,6 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 	st.noteWrote("OperatingSystemConfig " + osc.Name)
 	r.notifyDrift(st, drift)
 	return nil
-}
-
-// replaceUnseen replaces the OSC the cache has not seen yet with osc, reading it past the cache.
-func (r *Reconciler) replaceUnseen(ctx context.Context, st *state, osc *osmv1alpha1.OperatingSystemConfig) error {
-	existing := &osmv1alpha1.OperatingSystemConfig{}
-	if err := r.MgmtAPIReader.Get(ctx, client.ObjectKeyFromObject(osc), existing); err != nil {
-		return err
-	}
-	if !credentials.Owns(st.md, existing) {
-		return failure.Stalled(osmv1alpha1.ReasonNameConflict, &credentials.ConflictError{Kind: "OperatingSystemConfig",
-			Name: existing.Namespace + "/" + existing.Name, Owner: credentials.Owner(existing)})
-	}
-	if err := r.Mgmt.Delete(ctx, existing, client.Preconditions{UID: &existing.UID}); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	return r.Mgmt.Create(ctx, osc)
 }
 
 // userData encodes the bootstrap and provisioning user-data with the credentials substituted.
@@ -450,29 +449,26 @@ func (r *Reconciler) writeOutputs(ctx context.Context, st *state) error {
 	}
 	if st.bindReader {
 		first = append(first, func() error {
-			if err := r.Issuer.BindReader(ctx, st.md, st.bootstrapToken); err != nil {
-				return r.credentialFailure(err)
-			}
-			st.noteWrote("RoleBinding " + credentials.ProvisioningReaderName(st.md))
-			return nil
+			return r.credentialFailure(r.bindReader(ctx, st))
 		})
 	}
 	if err := parallel.Do(first...); err != nil {
 		return err
 	}
-	if err := parallel.Do(func() error {
+	return parallel.Do(func() error {
 		return r.writeSecret(ctx, st, st.bootstrap, render.BootstrapSecretName(st.md), map[string][]byte{
 			render.CloudConfigKey: userData[abi.StageBootstrap], KeyProvisioningToken: []byte(st.bootstrapToken.Value)}, ann)
 	}, func() error {
 		return r.writeConfig(ctx, st)
-	}); err != nil {
-		return err
-	}
-	r.recent.note(st.md.UID)
-	return nil
+	})
 }
 
+// writeSecret creates the Secret name, or updates current (with its resourceVersion) when it differs.
 func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1.Secret, name string, data map[string][]byte, ann map[string]string) error {
+	expect := func(err error) {
+		st.expect(err, expectation{cache: r.Worker, before: versionOf(current),
+			obj: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.CloudInitSettingsNamespace, Name: name}}})
+	}
 	if current == nil {
 		s := &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: r.Settings.CloudInitSettingsNamespace, Name: name, Annotations: maps.Clone(ann)},
@@ -480,7 +476,9 @@ func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1
 			Data:       data,
 		}
 		credentials.Mark(st.md, s)
-		if err := r.Worker.Create(ctx, s); err != nil {
+		err := r.Worker.Create(ctx, s)
+		expect(err)
+		if err != nil {
 			return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, name, err)
 		}
 		st.noteWrote("Secret " + name)
@@ -496,7 +494,9 @@ func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1
 	}
 	maps.Copy(updated.Annotations, ann)
 	credentials.Mark(st.md, updated)
-	if err := r.Worker.Update(ctx, updated); err != nil {
+	err := r.Worker.Update(ctx, updated)
+	expect(err)
+	if err != nil {
 		return fmt.Errorf("updating Secret %s/%s: %w", current.Namespace, name, err)
 	}
 	st.noteWrote("Secret " + name)

@@ -55,22 +55,20 @@ func (r *Reconciler) removeUpstreamLeftovers(ctx context.Context, md *clusterv1a
 		}
 		log.Info("removed upstream OSM's OperatingSystemConfig", "name", osc.Name)
 	}
-	if r.WorkerAPIReader != nil {
-		sec := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}}
-		err := r.WorkerAPIReader.Get(ctx, client.ObjectKey{Namespace: r.Settings.CloudInitSettingsNamespace, Name: UpstreamKubeletSecretName(md)}, sec)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			log.Error(err, "looking for upstream OSM's kubelet bootstrap Secret")
+	// The user-data namespace is cached whole, so the Secret is read from the cache.
+	sec := &corev1.Secret{}
+	err = r.Worker.Get(ctx, client.ObjectKey{Namespace: r.Settings.CloudInitSettingsNamespace, Name: UpstreamKubeletSecretName(md)}, sec)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		log.Error(err, "looking for upstream OSM's kubelet bootstrap Secret")
+		return
+	case !markedByOSM(sec):
+		if err := r.Worker.Delete(ctx, sec, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
+			log.Error(err, "removing upstream OSM's kubelet bootstrap Secret", "name", sec.Name)
 			return
-		case !markedByOSM(sec):
-			del := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: sec.Namespace, Name: sec.Name}}
-			if err := r.Worker.Delete(ctx, del, client.Preconditions{UID: &sec.UID}); client.IgnoreNotFound(err) != nil {
-				log.Error(err, "removing upstream OSM's kubelet bootstrap Secret", "name", sec.Name)
-				return
-			}
-			log.Info("removed upstream OSM's kubelet bootstrap Secret", "name", sec.Name)
 		}
+		log.Info("removed upstream OSM's kubelet bootstrap Secret", "name", sec.Name)
 	}
 	r.upstreamChecked.Store(md.UID, true)
 }

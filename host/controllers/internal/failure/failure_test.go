@@ -18,8 +18,8 @@ import (
 // TestPolicy: how each failure is reported and when the reconciler looks again. A plugin image still being
 // pulled is looked at again after the pull's short delay, not after the long pause of a failed pull; a render
 // that fails the same way for the same inputs waits for a change; a missing plugin Secret is looked for again
-// every Policy.Wait; a conflict with the cache is retried at once, reported as nothing; an API error goes back
-// to controller-runtime.
+// every Policy.Wait; a write that met a newer object than the cache showed is Outdated, requeued at once and
+// reported as nothing; an API error is reported as WriteFailed and goes back to controller-runtime.
 func TestPolicy(t *testing.T) {
 	p := Policy{Retry: 10 * time.Minute, Wait: 15 * time.Second}
 	pull := &plugin.PendingError{Image: "r/p@sha256:00", For: time.Second}
@@ -44,18 +44,21 @@ func TestPolicy(t *testing.T) {
 			Wait, osmv1alpha1.ReasonPluginSecretMissing, 15 * time.Second, nil},
 		{"name conflict, joined with another failure", errors.Join(apiErr, Retrying(osmv1alpha1.ReasonNameConflict, errors.New("owned by b"))),
 			Retry, osmv1alpha1.ReasonNameConflict, 10 * time.Minute, nil},
-		{"cache behind", apierrors.NewConflict(gr, "x", errors.New("modified")), 0, "", CacheBehind, nil},
-		{"already exists", fmt.Errorf("creating: %w", apierrors.NewAlreadyExists(gr, "x")), 0, "", CacheBehind, nil},
-		{"API error", apiErr, 0, "", 0, apiErr},
+		{"cache behind", apierrors.NewConflict(gr, "x", errors.New("modified")), Outdated, "", requeueNow, nil},
+		{"already exists", fmt.Errorf("creating: %w", apierrors.NewAlreadyExists(gr, "x")), Outdated, "", requeueNow, nil},
+		{"API error", apiErr, Backoff, osmv1alpha1.ReasonWriteFailed, 0, apiErr},
 	} {
-		f, classified := As(tc.err)
-		if classified != (tc.reason != "") || classified && (f.Action != tc.action || f.Reason != tc.reason) {
-			t.Errorf("%s: classified %v as %+v, want %v %s", tc.name, classified, f, tc.action, tc.reason)
+		f := Of(tc.err)
+		if f.Action != tc.action || f.Reason != tc.reason || (f.Event == "") != (tc.action == Outdated) {
+			t.Errorf("%s: classified as %+v, want %v %s", tc.name, f, tc.action, tc.reason)
 		}
 		res, err := p.Result(tc.err)
 		if res.RequeueAfter != tc.requeue || !errors.Is(err, tc.err2) || (tc.err2 == nil) != (err == nil) {
 			t.Errorf("%s: Result = %+v, %v; want requeue after %s, %v", tc.name, res, err, tc.requeue, tc.err2)
 		}
+	}
+	if Of(nil) != nil {
+		t.Error("nil classified as a failure")
 	}
 	if res, err := (Policy{}).Result(Retrying(osmv1alpha1.ReasonPluginFailed, errors.New("timeout"))); res.RequeueAfter != 0 || err != nil {
 		t.Errorf("without a retry pause, a Retry waits for a change like a Stall: %+v %v", res, err)
