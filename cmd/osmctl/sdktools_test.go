@@ -107,7 +107,7 @@ func TestPluginInit(t *testing.T) {
 	goCmd([]string{"GOOS=wasip1", "GOARCH=wasm"}, "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", wasm, ".")
 	r = mustSucceed(t, osmctl(t, "render", "-f", filepath.Join(dir, "machinedeployment.yaml"), "--osp", filepath.Join(dir, "osp.yaml"),
 		"--plugin-file", wasm, "--stage", "both"))
-	for _, want := range []string{"hostname: <MACHINE_NAME>", "/opt/bin/osm-bootstrap", "/opt/bin/osm-setup"} {
+	for _, want := range []string{`hostname: "<MACHINE_NAME>"`, "/opt/bin/osm-bootstrap", "/opt/bin/osm-setup"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("rendered scaffold lacks %q", want)
 		}

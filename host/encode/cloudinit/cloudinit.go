@@ -5,10 +5,6 @@
 package cloudinit
 
 import (
-	"bytes"
-
-	"go.yaml.in/yaml/v3"
-
 	"github.com/osmhq/osm/host/nodeconfig"
 	"github.com/osmhq/osm/sdk/abi"
 )
@@ -83,17 +79,105 @@ func Encode(cfg *abi.NodeConfig, opts Options) ([]byte, error) {
 	return Marshal(doc)
 }
 
-// Marshal writes the document with its header.
+// Marshal writes the document with its header, fields in the order of Document (yaml.go says how).
 func Marshal(doc *Document) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString(Header)
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(doc); err != nil {
-		return nil, err
+	w := &yamlWriter{buf: make([]byte, 0, sizeHint(doc))}
+	w.buf = append(w.buf, Header...)
+	if doc.Hostname != "" {
+		w.stringEntry(0, "hostname", doc.Hostname)
 	}
-	if err := enc.Close(); err != nil {
-		return nil, err
+	if doc.PackageUpgrade {
+		w.boolEntry(0, "package_upgrade", true)
 	}
-	return buf.Bytes(), nil
+	if doc.PackageRebootIfRequired {
+		w.boolEntry(0, "package_reboot_if_required", true)
+	}
+	if doc.SSHPwauth != nil {
+		w.boolEntry(0, "ssh_pwauth", *doc.SSHPwauth)
+	}
+	if len(doc.SSHAuthorizedKeys) > 0 {
+		w.stringList(0, "ssh_authorized_keys", doc.SSHAuthorizedKeys)
+	}
+	if len(doc.RHSubscription) > 0 {
+		if err := w.anyMap(0, "rh_subscription", doc.RHSubscription); err != nil {
+			return nil, err
+		}
+	}
+	if doc.YumRepoDir != "" {
+		w.stringEntry(0, "yum_repo_dir", doc.YumRepoDir)
+	}
+	if len(doc.YumRepos) > 0 {
+		w.key(0, "yum_repos")
+		w.buf = append(w.buf, '\n')
+		for _, name := range sortedKeys(doc.YumRepos) {
+			if err := w.anyMap(2, name, doc.YumRepos[name]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if len(doc.WriteFiles) > 0 {
+		w.key(0, "write_files")
+		w.buf = append(w.buf, '\n')
+		for _, f := range doc.WriteFiles {
+			w.firstEntry(2, "path", f.Path)
+			w.stringEntry(4, "permissions", f.Permissions)
+			if f.Encoding != "" {
+				w.stringEntry(4, "encoding", f.Encoding)
+			}
+			w.stringEntry(4, "content", f.Content)
+		}
+	}
+	if len(doc.BootCMD) > 0 {
+		w.stringList(0, "bootcmd", doc.BootCMD)
+	}
+	if len(doc.RunCMD) > 0 {
+		w.stringList(0, "runcmd", doc.RunCMD)
+	}
+	if doc.CoreOS != nil && len(doc.CoreOS.Units) > 0 {
+		w.coreOSUnits(doc.CoreOS.Units)
+	}
+	return w.buf, nil
+}
+
+// coreOSUnits writes the coreos section.
+func (w *yamlWriter) coreOSUnits(units []CoreOSUnit) {
+	w.buf = append(w.buf, "coreos:\n"...)
+	w.key(2, "units")
+	w.buf = append(w.buf, '\n')
+	for _, u := range units {
+		w.firstEntry(4, "name", u.Name)
+		if u.Enable {
+			w.boolEntry(6, "enable", true)
+		}
+		if u.Mask {
+			w.boolEntry(6, "mask", true)
+		}
+		if u.Command != "" {
+			w.stringEntry(6, "command", u.Command)
+		}
+		if u.Content != "" {
+			w.stringEntry(6, "content", u.Content)
+		}
+		if len(u.DropIns) > 0 {
+			w.key(6, "drop-ins")
+			w.buf = append(w.buf, '\n')
+			for _, d := range u.DropIns {
+				w.firstEntry(8, "name", d.Name)
+				w.stringEntry(10, "content", d.Content)
+			}
+		}
+	}
+}
+
+// sizeHint is a little more than the document's size when most of it is file content, as it is for every
+// profile, so the buffer is allocated once.
+func sizeHint(doc *Document) int {
+	n := 1024
+	for _, f := range doc.WriteFiles {
+		n += len(f.Path) + len(f.Content) + len(f.Content)/16 + 64 // indentation of a block's lines
+	}
+	for _, c := range doc.RunCMD {
+		n += len(c) + 8
+	}
+	return n
 }
