@@ -92,10 +92,10 @@ func (w *yamlWriter) scalarInline(s string) {
 // literal writes s as a literal block scalar; the chomping indicator keeps its trailing newlines exactly.
 func (w *yamlWriter) literal(indent int, s string) {
 	body := strings.TrimRight(s, "\n")
-	switch trailing := len(s) - len(body); {
-	case trailing == 0:
+	switch len(s) - len(body) {
+	case 0:
 		w.buf = append(w.buf, "|-\n"...)
-	case trailing == 1:
+	case 1:
 		w.buf = append(w.buf, "|\n"...)
 	default:
 		w.buf = append(w.buf, "|+\n"...)
