@@ -71,6 +71,23 @@ e2e-node: plugins controlplane ## Boot real nodes (systemd-nspawn, needs root) f
 	@$(PHASE) e2e-prepare hack/e2e-node/prepare.sh wait
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test -tags e2e -count=1 -timeout 60m -v $(E2E_FLAGS) ./host/e2e/
 
+# The vendor conformance run (host/e2e/conformance_test.go): the node e2e's harness boots PLUGIN with PROFILE on
+# ROOTFS and reports each step of the boot contract, in the log and in REPORT.
+PLUGIN ?=
+PROFILE ?=
+ROOTFS ?=
+PROVIDER ?=
+REPORT ?= conformance-report.md
+
+.PHONY: conformance
+conformance: plugins controlplane ## Boot PLUGIN (.wasm or OCI ref) with PROFILE (osp.yaml) on ROOTFS (dir or tarball) and report each boot contract step (root).
+	@test -n "$(PROFILE)" || { echo "usage: make conformance PROFILE=osp.yaml [PLUGIN=myos.wasm|registry/osm/myos:tag] [ROOTFS=dir|rootfs.tar[.gz|.zst]] [PROVIDER=edge] [REPORT=conformance-report.md]"; exit 2; }
+	@$(PHASE) e2e-deps hack/install-deps.sh node-e2e
+	@$(PHASE) e2e-prepare hack/e2e-node/prepare.sh wait
+	OSM_CONFORMANCE_PROFILE="$(abspath $(PROFILE))" OSM_CONFORMANCE_PLUGIN="$(if $(wildcard $(PLUGIN)),$(abspath $(PLUGIN)),$(PLUGIN))" \
+	OSM_CONFORMANCE_ROOTFS="$(if $(ROOTFS),$(abspath $(ROOTFS)))" OSM_CONFORMANCE_PROVIDER="$(PROVIDER)" OSM_CONFORMANCE_REPORT="$(abspath $(REPORT))" \
+	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test -tags e2e -count=1 -timeout 30m -v -run '^TestConformance$$' ./host/e2e/
+
 ##@ Building
 
 .PHONY: build

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepares what the node e2e boots from (hack/e2e-node/binaries.sh, then rootfs.sh) in the background while
+# Prepares what the node e2e boots from (hack/e2e-node/binaries.sh, then rootfs.sh and rootfs-ignition.sh) in
+# the background while
 # `make test` runs the Go tests, and waits for it before the node e2e.
 #
 # Cold, these builds are the largest part of a first `make test` (kubelet, containerd, CNI plugins, crictl and
@@ -20,7 +21,7 @@ pidfile="${cache}/prepare.pid"
 
 build() {
   local start=$SECONDS
-  "${here}/binaries.sh" && "${here}/rootfs.sh" >/dev/null
+  "${here}/binaries.sh" && "${here}/rootfs.sh" >/dev/null && "${here}/rootfs-ignition.sh" >/dev/null
   local rc=$?
   echo "e2e-prepare: binaries and rootfs in $((SECONDS - start))s (exit ${rc})"
   return $rc

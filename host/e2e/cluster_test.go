@@ -300,7 +300,7 @@ func (c *cluster) createMDFor(t *testing.T, name, osName, osp, provider string) 
 }
 
 // userData waits for md's bootstrap and provisioning Secrets and returns them.
-func (c *cluster) userData(t *testing.T, md *clusterv1alpha1.MachineDeployment) (bootstrap, provisioning *corev1.Secret) {
+func (c *cluster) userData(t testing.TB, md *clusterv1alpha1.MachineDeployment) (bootstrap, provisioning *corev1.Secret) {
 	t.Helper()
 	get := func(name string) *corev1.Secret {
 		var s corev1.Secret
@@ -322,13 +322,13 @@ func (c *cluster) userData(t *testing.T, md *clusterv1alpha1.MachineDeployment) 
 }
 
 // bootstrapTokenID returns the id of md's bootstrap token (kube-system/bootstrap-token-<id>).
-func (c *cluster) bootstrapTokenID(t *testing.T, md *clusterv1alpha1.MachineDeployment) string {
+func (c *cluster) bootstrapTokenID(t testing.TB, md *clusterv1alpha1.MachineDeployment) string {
 	t.Helper()
 	return string(c.bootstrapTokenSecret(t, md).Data["token-id"])
 }
 
 // bootstrapTokenSecret returns md's bootstrap token Secret.
-func (c *cluster) bootstrapTokenSecret(t *testing.T, md *clusterv1alpha1.MachineDeployment) *corev1.Secret {
+func (c *cluster) bootstrapTokenSecret(t testing.TB, md *clusterv1alpha1.MachineDeployment) *corev1.Secret {
 	t.Helper()
 	list := &corev1.SecretList{}
 	if err := c.c.List(context.Background(), list, client.InNamespace("kube-system"), client.MatchingLabels(credentials.Labels(md))); err != nil {
@@ -415,7 +415,7 @@ func (e auditEvent) String() string {
 // audit returns the requests of the audit log that match, each once: at ResponseComplete, or at
 // ResponseStarted for requests that never complete in the log (the API server records a failed
 // authentication only there).
-func (c *cluster) audit(t *testing.T, match func(auditEvent) bool) []auditEvent {
+func (c *cluster) audit(t testing.TB, match func(auditEvent) bool) []auditEvent {
 	t.Helper()
 	f, err := os.Open(c.auditLog)
 	if err != nil {

@@ -53,7 +53,7 @@ var debianUnits = []string{"cloud-init-local.service", "cloud-init.service", "cl
 func TestNodes(t *testing.T) {
 	c := startCluster(t)
 	c.startOSM(t, func(o *app.Options) {
-		// ScaffoldedPluginJoins pulls its plugin from a registry in this process, over plain HTTP.
+		// The conformance runs (Scaffolded*) pull their plugins from a registry in this process, over plain HTTP.
 		o.Plugins.Registry.PlainHTTP = true
 	})
 	// containerdSource=preinstalled: the rootfs has containerd 2.x (hack/e2e-node/rootfs.sh), because Docker's
@@ -62,6 +62,7 @@ func TestNodes(t *testing.T) {
 
 	t.Run("DebianJoins", func(t *testing.T) { testDebianJoins(t, c, osp) })
 	t.Run("ScaffoldedPluginJoins", func(t *testing.T) { testScaffoldedPluginJoins(t, c, osp) })
+	t.Run("ScaffoldedIgnitionPluginConforms", func(t *testing.T) { testScaffoldedIgnitionPluginConforms(t, c) })
 	t.Run("WrongCAIsRejected", func(t *testing.T) { testWrongCA(t, c, osp) })
 	t.Run("TamperedBootstrapIsRefused", func(t *testing.T) { testTamperedBootstrap(t, c, osp) })
 	t.Run("RevokedProvisioningTokenFails", func(t *testing.T) { testRevokedToken(t, c, osp) })
@@ -148,36 +149,9 @@ func bootAndJoin(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfi
 	}
 	t.Logf("CSR %s: username=%s groups=%v signer=%s usages=%v", csr.Name, csr.Spec.Username, csr.Spec.Groups, csr.Spec.SignerName, csr.Spec.Usages)
 
-	// Stretch: approve and sign the kubelet's CSRs as kube-controller-manager would (every pending one: a
-	// kubelet that restarted asks again with a new key), and follow the kubelet further.
-	kubeletCert := filepath.Join(kubeletCertDir(n), "kubelet-client-current.pem")
-	certErr := n.waitUntil("the kubelet's client certificate "+kubeletCert, 3*time.Minute, func(map[string]unitState) (bool, error) {
-		if n.file(kubeletCert).exists {
-			return true, nil
-		}
-		csrs, err := c.csrsBy(bootstrapUser)
-		if err != nil {
-			return false, nil
-		}
-		for i := range csrs {
-			if len(csrs[i].Status.Certificate) == 0 {
-				c.approveAndSign(t, &csrs[i])
-				t.Logf("approved and signed CSR %s", csrs[i].Name)
-			}
-		}
-		return false, nil
-	})
-	var registered *corev1.Node
-	if certErr == nil {
-		_ = n.waitUntil("Node "+nodeName+" registered", 2*time.Minute, func(map[string]unitState) (bool, error) {
-			var node corev1.Node
-			if c.c.Get(context.Background(), client.ObjectKey{Name: nodeName}, &node) == nil {
-				registered = &node
-				return true, nil
-			}
-			return false, nil
-		})
-	}
+	// Stretch: approve and sign the kubelet's CSRs as kube-controller-manager would, and follow the kubelet
+	// further.
+	registered, certErr := c.signUntilRegistered(t, n, bootstrapUser, nodeName)
 	// The node's sysctls land in the host's kernel, which collect restores: read the extension's now.
 	var sysctl siteSysctlState
 	if site != nil {
@@ -219,27 +193,13 @@ func bootAndJoin(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfi
 // waitForCSR waits until the kubelet on n has asked for its certificate as username, and fails as soon as one of
 // the units on the way there (units) has failed.
 func (c *cluster) waitForCSR(n *node, username string, timeout time.Duration, units ...string) (*certificatesv1.CertificateSigningRequest, error) {
-	var csr *certificatesv1.CertificateSigningRequest
-	err := n.waitUntil("a CSR from "+username, timeout, func(st map[string]unitState) (bool, error) {
-		for _, u := range units {
-			if s, ok := st[u]; ok && s.failedOnce() {
-				return false, fmt.Errorf("%s failed: %s", u, s)
-			}
-		}
-		csrs, err := c.csrsBy(username)
-		if err != nil || len(csrs) == 0 {
-			return false, nil
-		}
-		csr = &csrs[0]
-		return true, nil
-	})
-	return csr, err
+	return c.waitForCSRUnless(n, username, timeout, nil, units...)
 }
 
 // checkCloudInitFinished: the bootstrap re-runs cloud-init with the provisioning config; that run must end
 // with a result, so that `cloud-init status --wait` (which operators and image tooling use) returns instead
 // of waiting forever on a run that never finishes.
-func checkCloudInitFinished(t *testing.T, r *report) {
+func checkCloudInitFinished(t testing.TB, r *report) {
 	status, wait := r.file("cloud-init-status.txt"), r.file("cloud-init-status-wait.txt")
 	if strings.Contains(status, "status: running") || !strings.Contains(wait, "exit status 0 ") {
 		t.Errorf("cloud-init still reports a running run:\n%s\n--- status --wait ---\n%s", firstLines(status, 6), wait)
@@ -330,7 +290,7 @@ func checkBootstrapFetch(t *testing.T, c *cluster, md *clusterv1alpha1.MachineDe
 
 // checkProvisioningFiles compares the node's files with the OperatingSystemConfig (paths, modes) and with the
 // provisioning Secret (exact contents, with the credentials the OSC holds as placeholders).
-func checkProvisioningFiles(t *testing.T, c *cluster, md *clusterv1alpha1.MachineDeployment, n *node, boot, prov *corev1.Secret) {
+func checkProvisioningFiles(t testing.TB, c *cluster, md *clusterv1alpha1.MachineDeployment, n *node, boot, prov *corev1.Secret) {
 	osc := &osmv1alpha1.OperatingSystemConfig{}
 	if err := c.c.Get(context.Background(), client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(md)}, osc); err != nil {
 		t.Fatal(err)
@@ -466,7 +426,7 @@ func checkMirror(t *testing.T, c *cluster) {
 	}
 }
 
-func checkCSR(t *testing.T, c *cluster, csr *certificatesv1.CertificateSigningRequest, bootstrapUser, nodeName string) {
+func checkCSR(t testing.TB, c *cluster, csr *certificatesv1.CertificateSigningRequest, bootstrapUser, nodeName string) {
 	if csr.Spec.Username != bootstrapUser {
 		t.Errorf("CSR username %q, want %q", csr.Spec.Username, bootstrapUser)
 	}
@@ -497,7 +457,7 @@ func checkCSR(t *testing.T, c *cluster, csr *certificatesv1.CertificateSigningRe
 
 // checkRegistration is the stretch goal: the signed certificate reached the kubelet, which then registers its
 // Node with it.
-func checkRegistration(t *testing.T, c *cluster, n *node, r *report, certErr error, registered *corev1.Node, nodeName string) {
+func checkRegistration(t testing.TB, c *cluster, n *node, r *report, certErr error, registered *corev1.Node, nodeName string) {
 	if certErr != nil {
 		t.Fatalf("%v", certErr)
 	}
@@ -648,7 +608,7 @@ func expectRefusal(t *testing.T, c *cluster, n *node, r *report, md *clusterv1al
 	t.Logf("cloud-init status --long (not to be trusted):\n%s", firstLines(r.file("cloud-init-status.txt"), 6))
 }
 
-func csrSubject(t *testing.T, req []byte) pkix.Name {
+func csrSubject(t testing.TB, req []byte) pkix.Name {
 	t.Helper()
 	block, _ := pem.Decode(req)
 	if block == nil {

@@ -143,7 +143,7 @@ func testFlatcarIgnition(t *testing.T, c *cluster) {
 
 // checkIgnitionResult compares a root filesystem with an Ignition config: files (mode, content), unit files,
 // drop-ins, masks, and enabled units (a symlink in a .wants directory once presets are applied).
-func checkIgnitionResult(t *testing.T, cfg igntypes.Config, root string) {
+func checkIgnitionResult(t testing.TB, cfg igntypes.Config, root string) {
 	t.Helper()
 	for _, f := range cfg.Storage.Files {
 		p := filepath.Join(root, f.Path)

@@ -14,6 +14,10 @@
 //	OSM_E2E_ARTIFACTS  directory for node reports, controller log and audit log (default: a new temp dir,
 //	                   printed at the end; removed only when every test passed and OSM_E2E_KEEP is unset)
 //	OSM_E2E_KEEP=1     keep node root filesystems even when the tests pass
+//
+// TestConformance is the vendor conformance run (`make conformance`): a node booted from a vendor's plugin and
+// profile on the vendor's root file system, each step of the boot contract reported; its OSM_CONFORMANCE_*
+// variables are described in conformance_test.go. Without them it is skipped.
 package e2e
 
 import (

@@ -57,6 +57,14 @@ type nodeOptions struct {
 	// UserData is the cloud-init user-data of the NoCloud seed; empty for a node provisioned otherwise
 	// (Ignition), which gets cloud-init disabled.
 	UserData []byte
+	// Ignition is the platform's Ignition config (the bootstrap user-data of an Ignition OS). With it the
+	// harness plays the image's initramfs before every boot (see initramfsScript): Ignition applies this
+	// config at the first boot, and the config the node stored at a boot it flagged as a first boot; /boot is
+	// a file system of the node's own, kept across its reboots.
+	Ignition []byte
+	// Rootfs is the root file system to boot: a directory or a tarball (.tar, .tar.gz, .tgz, .tar.zst);
+	// the harness's Debian image when empty.
+	Rootfs string
 	// Prepare changes the unpacked rootfs before the boot (Ignition's files stage).
 	Prepare func(t *testing.T, root string)
 	// Units are the units whose states the report unit publishes.
@@ -104,7 +112,7 @@ func bootNode(t *testing.T, opts nodeOptions) *node {
 	}
 	n := &node{t: t, name: opts.Name, dir: dir, root: filepath.Join(dir, "rootfs"), console: filepath.Join(dir, "console.log"), exited: make(chan struct{})}
 	t.Cleanup(n.cleanup)
-	n.unpack()
+	n.unpack(opts.Rootfs)
 	n.prepare(opts)
 	if opts.Prepare != nil {
 		opts.Prepare(t, n.root)
@@ -114,19 +122,45 @@ func bootNode(t *testing.T, opts nodeOptions) *node {
 		_ = os.WriteFile(sysctlSnapshotPath(), data, 0o600)
 	}
 	n.nftWas = n.nftTables()
-	n.start(opts.Lifetime)
+	n.start(opts.Lifetime, len(opts.Ignition) > 0)
 	t.Logf("node %s: booting (rootfs %s, console %s)", n.name, n.root, n.console)
 	return n
 }
 
-func (n *node) unpack() {
+// unpack copies the image (a directory or a tarball; the harness's Debian image when empty) to the node's
+// root file system.
+func (n *node) unpack(image string) {
 	n.t.Helper()
+	if image == "" {
+		image = harness.Rootfs
+	}
 	if err := os.MkdirAll(n.root, 0o755); err != nil {
 		n.t.Fatal(err)
 	}
-	out, err := exec.Command("tar", "--zstd", "-xpf", harness.Rootfs, "-C", n.root).CombinedOutput()
-	if err != nil {
-		n.t.Fatalf("unpacking %s: %v\n%s", harness.Rootfs, err, out)
+	var cmd *exec.Cmd
+	if info, err := os.Stat(image); err != nil {
+		n.t.Fatalf("root file system: %v", err)
+	} else if info.IsDir() {
+		cmd = exec.Command("cp", "-a", image+"/.", n.root)
+	} else {
+		args := []string{"-xpf", image, "-C", n.root}
+		switch {
+		case strings.HasSuffix(image, ".zst") || strings.HasSuffix(image, ".tzst"):
+			args = append([]string{"--zstd"}, args...)
+		case strings.HasSuffix(image, ".gz") || strings.HasSuffix(image, ".tgz"):
+			args = append([]string{"--gzip"}, args...)
+		case strings.HasSuffix(image, ".xz"):
+			args = append([]string{"--xz"}, args...)
+		}
+		cmd = exec.Command("tar", args...)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		n.t.Fatalf("unpacking %s: %v\n%s", image, err, out)
+	}
+	if _, err := os.Stat(filepath.Join(n.root, "lib/systemd/systemd")); err != nil {
+		if _, err := os.Stat(filepath.Join(n.root, "usr/lib/systemd/systemd")); err != nil {
+			n.t.Fatalf("%s has no /usr/lib/systemd/systemd: the harness boots images whose init is systemd", image)
+		}
 	}
 }
 
@@ -154,12 +188,24 @@ locale: C.UTF-8
 	} else {
 		n.write("/etc/cloud/cloud-init.disabled", "", 0o644)
 	}
+	if len(opts.Ignition) > 0 {
+		if err := os.WriteFile(filepath.Join(n.dir, "user-data.ign"), opts.Ignition, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(n.dir, "initramfs"), []byte(initramfsScript(n.root, n.dir)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(n.root, "boot"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	n.kernelModules()
 
 	units := append([]string{}, opts.Units...)
 	n.write(e2eDir+"/units", strings.Join(units, " ")+"\n", 0o644)
-	deadline := opts.Lifetime - collectMargin
-	n.write("/usr/local/sbin/osm-e2e-report", reportScript(int(deadline.Seconds())), 0o755)
+	// An absolute deadline (the node shares the host's clock), which holds across the node's reboots.
+	deadline := time.Now().Add(opts.Lifetime - collectMargin)
+	n.write("/usr/local/sbin/osm-e2e-report", reportScript(deadline.Unix()), 0o755)
 	n.write("/etc/systemd/system/"+reportUnit, `[Unit]
 Description=OSM node e2e harness: publish unit states, collect the report when told, power off
 After=multi-user.target
@@ -180,13 +226,14 @@ WantedBy=multi-user.target
 	}
 }
 
-// reportScript waits for the harness (or its own deadline), collects, and powers the node off.
-func reportScript(deadlineSeconds int) string {
+// reportScript waits for the harness (or its own deadline, in seconds since the epoch), collects, and powers
+// the node off. The journals it saves span all of the node's boots.
+func reportScript(deadline int64) string {
 	return `#!/bin/sh
 # osm-e2e-report: installed by OSM's node e2e harness (host/e2e), not part of what OSM provisions.
 d=` + e2eDir + `
 units=$(cat $d/units)
-deadline=$(( $(date +%s) + ` + strconv.Itoa(deadlineSeconds) + ` ))
+deadline=` + strconv.FormatInt(deadline, 10) + `
 systemctl is-system-running --wait >/dev/null 2>&1
 while [ ! -e $d/collect ] && [ "$(date +%s)" -lt $deadline ]; do
   { date +%s; systemctl show -p Id,LoadState,ActiveState,SubState,Result,NRestarts,ExecMainStatus,UnitFileState $units; } >$d/status.tmp 2>&1
@@ -206,8 +253,8 @@ cloud-init status --long >$r/cloud-init-status.txt 2>&1; echo "exit status $?" >
 timeout 10 cloud-init status --wait >$r/cloud-init-status-wait.txt 2>&1; echo "exit status $? (124: still waiting after 10s)" >>$r/cloud-init-status-wait.txt
 cp /run/cloud-init/result.json /run/cloud-init/status.json $r/ 2>/dev/null
 [ -d /run/osm ] && cp -a /run/osm $r/run-osm
-journalctl -b --no-pager -o short-precise >$r/journal.txt 2>&1
-for u in $units; do journalctl -b --no-pager -o short-precise -u "$u" >"$r/journal-$u.txt" 2>&1; done
+journalctl --no-pager -o short-precise >$r/journal.txt 2>&1
+for u in $units; do journalctl --no-pager -o short-precise -u "$u" >"$r/journal-$u.txt" 2>&1; done
 sync
 touch $r/complete
 systemctl poweroff
@@ -297,18 +344,35 @@ func (n *node) write(path, content string, mode os.FileMode) {
 }
 
 // start runs nspawn in a private mount namespace (with a tmpfs on /run/systemd, because the host's /run is on
-// disk and not managed by systemd) inside cgroups of the node's own.
-func (n *node) start(lifetime time.Duration) {
+// disk and not managed by systemd) inside cgroups of the node's own. A reboot of the node (nspawn's exit status
+// 133) boots it again, within the same lifetime; with initramfs, the node's directory holds an initramfs script
+// that runs before every boot, and /boot is a tmpfs of the node's own that its reboots keep.
+func (n *node) start(lifetime time.Duration, initramfs bool) {
 	t := n.t
 	n.cgroups = nodeCgroups(t, filepath.Base(n.dir))
 	var join strings.Builder
 	for _, cg := range n.cgroups {
 		fmt.Fprintf(&join, "echo $$ >%s/cgroup.procs\n", cg)
 	}
+	if initramfs {
+		fmt.Fprintf(&join, "mount -t tmpfs -o mode=0755,size=64m boot %s/boot\n", n.root)
+	}
 	script := join.String() + fmt.Sprintf(`mkdir -p /run/systemd
 mount -t tmpfs tmpfs /run/systemd
-exec timeout --kill-after=15 %d systemd-nspawn --quiet --boot --directory=%s --machine=%s --register=no --keep-unit --console=pipe --capability=CAP_NET_ADMIN,CAP_SYSLOG --bind-ro=/dev/kmsg
-`, int(lifetime.Seconds()), n.root, n.name)
+end=$(( $(date +%%s) + %d ))
+boot=0
+while :; do
+  boot=$((boot + 1))
+  echo $boot >%[2]s/boots
+  if [ -x %[2]s/initramfs ]; then %[2]s/initramfs $boot || { echo "osm-e2e: the initramfs failed before boot $boot" >&2; exit 97; }; fi
+  left=$(( end - $(date +%%s) ))
+  [ $left -gt 0 ] || exit 124
+  rc=0
+  timeout --kill-after=15 $left systemd-nspawn --quiet --boot --directory=%[3]s --machine=%[4]s --register=no --keep-unit --console=pipe --capability=CAP_NET_ADMIN,CAP_SYSLOG --bind-ro=/dev/kmsg || rc=$?
+  [ $rc = 133 ] || exit $rc
+  echo "osm-e2e: the node rebooted after boot $boot" >&2
+done
+`, int(lifetime.Seconds()), n.dir, n.root, n.name)
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-euc", script)
 	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1", "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
 	console, err := os.Create(n.console)
@@ -326,6 +390,77 @@ exec timeout --kill-after=15 %d systemd-nspawn --quiet --boot --directory=%s --m
 		console.Close()
 		close(n.exited)
 	}()
+}
+
+// initramfsScript plays the initramfs of an image provisioned by Ignition (Fedora CoreOS, Flatcar), which runs
+// before the root file system boots. It takes the boot's number and, at the first boot or at a boot the node
+// flagged as a first boot (/boot/ignition.firstboot: Fedora CoreOS; /boot/flatcar/first_boot: Flatcar),
+// runs the real Ignition's fetch and files stages on the root file system with --platform=file, and removes
+// the flag as those images do once Ignition succeeded. The config is the one the node stored for a flagged
+// boot (Fedora CoreOS's user config /boot/ignition/config.ign, Flatcar's OEM config /oem/config.ign or
+// /usr/share/oem/config.ign), else the platform's user-data (<dir>/user-data.ign), which is what Ignition
+// would read.
+//
+// systemd applies the presets Ignition writes (Ignition does not enable units) only at a boot without an
+// initialised /etc/machine-id. The script stands in for that: at such a boot (the first, or one after the
+// node removed its machine ID) it applies the presets of the units in Ignition's preset file with
+// `systemctl --root`, and writes a new machine ID. The image's other presets are not applied, so that units
+// such as systemd-networkd stay off the host's network, which the node shares. At any other boot nothing
+// applies them: the units of a second Ignition run stay disabled unless the plugin's handoff answers for
+// them (sdk/SPEC.md §9.3).
+func initramfsScript(root, dir string) string {
+	return `#!/bin/sh
+# The initramfs of an Ignition image, played by OSM's node e2e harness (host/e2e/node_test.go).
+set -eu
+root=` + root + `
+dir=` + dir + `
+boot=$1
+log() { echo "initramfs (boot $boot): $*" >>$dir/initramfs.log; }
+flag=
+for f in /boot/ignition.firstboot /boot/flatcar/first_boot; do
+  if [ -e $root$f ]; then flag=$root$f; fi
+done
+cfg=
+if [ "$boot" != 1 ] && [ -z "$flag" ]; then
+  log "no first-boot flag: Ignition does not run"
+else
+  for c in /boot/ignition/config.ign /oem/config.ign /usr/share/oem/config.ign; do
+    if [ -z "$cfg" ] && [ -f $root$c ]; then cfg=$root$c; fi
+  done
+  if [ -z "$cfg" ]; then cfg=$dir/user-data.ign; fi
+  log "Ignition applies $cfg (first-boot flag: ${flag:-none})"
+  state=$dir/ignition-boot-$boot
+  mkdir -p $state
+  for stage in fetch files; do
+    if ! IGNITION_CONFIG_FILE=$cfg ` + harness.Ignition + ` -platform=file -stage=$stage -root=$root -log-to-stdout       -config-cache=$state/cache.json -state-file=$state/state -neednet=$state/neednet -fetch-timeout=30s >>$state/ignition.log 2>&1; then
+      log "Ignition's $stage stage failed; see $state/ignition.log"
+      exit 1
+    fi
+  done
+  log "Ignition's fetch and files stages succeeded ($state/ignition.log)"
+  if [ -n "$flag" ]; then rm -f $flag; fi
+fi
+id=$(cat $root/etc/machine-id 2>/dev/null || true)
+if [ "$boot" = 1 ] || [ -z "$id" ] || [ "$id" = uninitialized ]; then
+  p=$root/etc/systemd/system-preset/20-ignition.preset
+  units=
+  if [ -f $p ]; then units=$(awk '$1 == "enable" || $1 == "disable" { print $2 }' $p | sort -u); fi
+  if [ -n "$units" ]; then
+    systemctl --root=$root preset $units >>$dir/initramfs.log 2>&1
+    log "a first boot: systemd applies the presets of" $units
+  else
+    log "a first boot: no Ignition presets"
+  fi
+  tr -d '-' </proc/sys/kernel/random/uuid >$root/etc/machine-id
+fi
+`
+}
+
+// boots is how often the node has booted.
+func (n *node) boots() int {
+	data, _ := os.ReadFile(filepath.Join(n.dir, "boots"))
+	b, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return b
 }
 
 // nodeCgroups creates the node's cgroups: one in the cgroup v2 hierarchy, where the node's systemd runs, and
@@ -445,6 +580,10 @@ func (n *node) collect() *report {
 func (n *node) kill() {
 	if n.cmd != nil && n.cmd.Process != nil {
 		_ = syscall.Kill(-n.cmd.Process.Pid, syscall.SIGKILL)
+	}
+	// timeout runs nspawn in a process group of its own: the node's cgroups hold them all.
+	for _, cg := range n.cgroups {
+		_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
 	}
 	select {
 	case <-n.exited:

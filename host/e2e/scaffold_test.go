@@ -5,72 +5,76 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 )
 
 // testScaffoldedPluginJoins proves the public SDK makes a node join, the way an OS vendor would use it, outside
 // plugins/: `osmctl plugin init` scaffolds a Debian (apt family) plugin module against the repository's sdk/
-// (a replace directive, --sdk-dir), the scaffold's own `make build` builds it, `osmctl plugin push` publishes
-// it to an OCI registry (in this process), and a copy of the air-gapped Debian profile whose spec.plugin is
-// that image, pinned by digest, boots a node that joins with every check of DebianJoins.
+// (a replace directive, --sdk-dir), the scaffold's own `make build` builds it, and the vendor conformance run
+// (conformance_test.go: `osmctl plugin push` to an OCI registry in this process, a copy of the air-gapped
+// Debian profile pinned to the pushed digest, the Debian image) boots a node that passes every step, with
+// every download from the binary mirror.
 func testScaffoldedPluginJoins(t *testing.T, c *cluster, base *osmv1alpha1.OperatingSystemProfile) {
-	start := time.Now()
-	root, dir := testenv.RepoRoot(), t.TempDir()
-	osmctl := filepath.Join(dir, "osmctl")
-	run(t, root, "go", "build", "-o", osmctl, "./cmd/osmctl")
 	var providers []string
 	for _, p := range base.Spec.SupportedCloudProviders {
 		providers = append(providers, p.Name)
 	}
-	run(t, dir, osmctl, "plugin", "init", "debian", "--family", "apt", "--os-version", base.Spec.OSVersion,
-		"--cloud-providers", strings.Join(providers, ","), "--module", "example.com/osm-e2e/debian",
-		"--sdk-dir", filepath.Join(root, "sdk"), "--dir", "debian")
-	module := filepath.Join(dir, "debian")
-	run(t, module, "make", "build")
-
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	ref := strings.TrimSpace(run(t, module, osmctl, "plugin", "push", "-q", "debian.wasm",
-		strings.TrimPrefix(reg.URL, "http://")+"/osm/debian:0.1.0"))
-	if !strings.Contains(ref, "@sha256:") {
-		t.Fatalf("osmctl plugin push printed %q, want a reference pinned by digest", ref)
+	module := scaffold(t, "debian", "apt", base.Spec.OSVersion, providers)
+	res := c.conformance(t, conformanceRun{Name: "e2e-scaffolded", Profile: base, Plugin: filepath.Join(module, "debian.wasm")})
+	if res.MD == nil {
+		return
 	}
-	t.Logf("scaffolded, built and pushed %s in %s", ref, time.Since(start).Round(time.Second))
-
-	osp := base.DeepCopy()
-	osp.ObjectMeta = metav1.ObjectMeta{Name: "osp-debian-scaffolded", Namespace: osmNamespace}
-	osp.Spec.Plugin = &osmv1alpha1.PluginReference{Image: ref, Config: base.Spec.Plugin.Config}
-	if err := c.c.Create(context.Background(), osp); err != nil {
-		t.Fatalf("creating profile %s: %v", osp.Name, err)
-	}
-	bootAndJoin(t, c, osp, "e2e-scaffolded", nil)
-
-	var got osmv1alpha1.OperatingSystemConfigList
-	if err := c.c.List(context.Background(), &got); err != nil {
+	t.Run("binaries came from the local mirror, checksums verified", func(t *testing.T) { checkMirror(t, c) })
+	var osc osmv1alpha1.OperatingSystemConfig
+	if err := c.c.Get(context.Background(), client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(res.MD)}, &osc); err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range got.Items {
-		if o.Status.Profile != "" && strings.HasPrefix(o.Status.Profile, osmNamespace+"/"+osp.Name+"@") {
-			if o.Status.Plugin == nil || o.Status.Plugin.Source != ref || o.Status.Plugin.Version != "v0.1.0" {
-				t.Errorf("OSC %s was not rendered by the pushed plugin: %+v", o.Name, o.Status.Plugin)
-			}
-			return
-		}
+	if osc.Status.Plugin == nil || osc.Status.Plugin.Source != res.Ref || osc.Status.Plugin.Version != "v0.1.0" {
+		t.Errorf("OSC %s was not rendered by the pushed plugin %s: %+v", osc.Name, res.Ref, osc.Status.Plugin)
 	}
-	t.Errorf("no OSC was rendered from %s", osp.Name)
+}
+
+// testScaffoldedIgnitionPluginConforms is the conformance run on a second kind of root file system: a plugin
+// scaffolded with `osmctl plugin init --family ignition` (the Fedora CoreOS shape of sdk/node/ignition, as
+// generated) and its own osp.yaml, booted on the Ignition-shaped image of hack/e2e-node/rootfs-ignition.sh
+// (no cloud-init; /boot a file system of its own). The harness plays the initramfs: Ignition applies the
+// bootstrap config at the first boot; the bootstrap fetches the provisioning config, stores it as Ignition's
+// user config, flags a first boot and reboots; Ignition applies it; nothing but the plugin's
+// osm-ignition-enable.service enables the units of that second run; osm-setup provisions the node and its
+// kubelet joins.
+func testScaffoldedIgnitionPluginConforms(t *testing.T, c *cluster) {
+	rootfs, err := script(filepath.Join(testenv.RepoRoot(), "hack", "e2e-node", "rootfs-ignition.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	module := scaffold(t, "fcos", "ignition", "42", []string{"edge"})
+	osp := readProfile(t, filepath.Join(module, "osp.yaml"))
+	c.conformance(t, conformanceRun{Name: "e2e-fcos", Profile: osp, Plugin: filepath.Join(module, "fcos.wasm"), Rootfs: strings.TrimSpace(rootfs)})
+}
+
+// scaffold runs `osmctl plugin init` for a plugin module against the repository's sdk/ and builds it with the
+// scaffold's own `make build`; it returns the module's directory, which holds <name>.wasm and osp.yaml.
+func scaffold(t *testing.T, name, family, osVersion string, providers []string) string {
+	t.Helper()
+	start := time.Now()
+	root, dir := testenv.RepoRoot(), t.TempDir()
+	run(t, dir, osmctlBinary(t), "plugin", "init", name, "--family", family, "--os-version", osVersion,
+		"--cloud-providers", strings.Join(providers, ","), "--module", "example.com/osm-e2e/"+name,
+		"--sdk-dir", filepath.Join(root, "sdk"), "--dir", name)
+	module := filepath.Join(dir, name)
+	run(t, module, "make", "build")
+	t.Logf("scaffolded (--family %s) and built %s in %s", family, filepath.Join(module, name+".wasm"), time.Since(start).Round(time.Second))
+	return module
 }
 
 // run runs a command in dir and returns its standard output, failing the test with its output on an error.

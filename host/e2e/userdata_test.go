@@ -33,7 +33,7 @@ type cloudFile struct {
 }
 
 // cloudConfigFiles decodes the write_files of a #cloud-config document.
-func cloudConfigFiles(t *testing.T, data []byte) []cloudFile {
+func cloudConfigFiles(t testing.TB, data []byte) []cloudFile {
 	t.Helper()
 	var doc cloudinit.Document
 	if err := yamlv3.Unmarshal(data, &doc); err != nil {

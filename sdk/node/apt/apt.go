@@ -4,8 +4,10 @@
 // What it assumes: apt-get with Debian's package names; containerd.io from Docker's repository for the
 // image's $ID and $VERSION_CODENAME (<dockerRepoURL>/<ID>), held with apt-mark, or the distribution's package
 // (plugin config containerdSource); ufw.service as the firewall, masked; the trust store of
-// update-ca-certificates; on Azure, cloud-init's local stage again after the clean. OS returns a node.OS
-// whose fields (Install, Firewall, Trust, Handoff) a vendor replaces where the distribution differs.
+// update-ca-certificates; on Azure, cloud-init's local stage again after the clean; no network stack: the
+// image's own (netplan, ifupdown) keeps DHCP, and a MachineDeployment that asks for a static address
+// (providerSpec.value.network) is refused until a vendor sets OS.Network. OS returns a node.OS whose fields
+// (Install, Firewall, Trust, Handoff, Network) a vendor replaces where the distribution differs.
 package apt
 
 import (
