@@ -13,6 +13,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -217,11 +218,17 @@ func run(ctx context.Context, o options) (err error) {
 	if err := seedCluster(ctx, cfg, o.Settings.CloudInitSettingsNamespace); err != nil {
 		return unlessStopped(err)
 	}
-	kubeconfig, err := writeKubeconfig(env, o.StateDir)
+	kubeconfig, written, err := writeKubeconfig(env, o.StateDir)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.Remove(kubeconfig) }()
+	defer func() {
+		// Unless a second `make run` has written its own since: a stale kubeconfig points at nothing, another's
+		// still works.
+		if now, err := os.ReadFile(kubeconfig); err == nil && bytes.Equal(now, written) {
+			_ = os.Remove(kubeconfig)
+		}
+	}()
 
 	metrics, probes := o.MetricsAddress, o.HealthProbeAddress
 	for _, addr := range []*string{&metrics, &probes} {
@@ -326,24 +333,24 @@ func seedCluster(ctx context.Context, cfg *rest.Config, userDataNS string) error
 	return nil
 }
 
-// writeKubeconfig writes a cluster admin's kubeconfig into dir.
-func writeKubeconfig(env *envtest.Environment, dir string) (string, error) {
+// writeKubeconfig writes a cluster admin's kubeconfig into dir and returns its path and content.
+func writeKubeconfig(env *envtest.Environment, dir string) (string, []byte, error) {
 	user, err := env.ControlPlane.AddUser(envtest.User{Name: "osm-run-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
-		return "", fmt.Errorf("adding the admin user: %w", err)
+		return "", nil, fmt.Errorf("adding the admin user: %w", err)
 	}
 	data, err := user.KubeConfig()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
+		return "", nil, err
 	}
 	path, err := filepath.Abs(filepath.Join(dir, "kubeconfig"))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return path, os.WriteFile(path, data, 0o600)
+	return path, data, os.WriteFile(path, data, 0o600)
 }
 
 func freeAddress() (string, error) {
