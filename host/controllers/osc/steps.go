@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -185,7 +184,7 @@ func (r *Reconciler) issueCredentials(ctx context.Context, st *state) error {
 		err = r.restoreReader(ctx, st)
 	}
 	if err != nil {
-		return r.credentialFailure(err)
+		return failure.FromCredentials(err)
 	}
 	return nil
 }
@@ -245,17 +244,6 @@ func (r *Reconciler) expectToken(st *state) {
 	st.expect(nil, expectation{cache: r.Worker, obj: secret, also: func(o client.Object) bool {
 		return string(o.(*corev1.Secret).Data["expiration"]) == expires
 	}})
-}
-
-// credentialFailure reports an object in the way (someone else's under the name OSM chose) as a NameConflict,
-// retried only after a long pause: retrying soon will not fix it. Other failures are API errors, retried with
-// backoff.
-func (r *Reconciler) credentialFailure(err error) error {
-	var conflict *credentials.ConflictError
-	if errors.As(err, &conflict) {
-		return failure.Retrying(osmv1alpha1.ReasonNameConflict, err)
-	}
-	return err
 }
 
 // upToDate reports whether everything written carries the current render hash and credentials.
@@ -449,7 +437,7 @@ func (r *Reconciler) writeOutputs(ctx context.Context, st *state) error {
 	}
 	if st.bindReader {
 		first = append(first, func() error {
-			return r.credentialFailure(r.bindReader(ctx, st))
+			return failure.FromCredentials(r.bindReader(ctx, st))
 		})
 	}
 	if err := parallel.Do(first...); err != nil {

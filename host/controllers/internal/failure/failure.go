@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/render"
 )
 
@@ -125,6 +126,16 @@ func FromRender(err error) *Error {
 		return Retrying(reason, err)
 	}
 	return Stalled(reason, err)
+}
+
+// FromCredentials classifies a failure to issue credentials: an object in the way (someone else's under the
+// name OSM chose, credentials.ConflictError) is a NameConflict, retried only after a long pause: retrying soon
+// will not fix it. Any other error is returned as it is (an API error).
+func FromCredentials(err error) error {
+	if _, ok := errors.AsType[*credentials.ConflictError](err); ok {
+		return Retrying(osmv1alpha1.ReasonNameConflict, err)
+	}
+	return err
 }
 
 // requeueNow is the shortest requeue controller-runtime accepts: an Outdated failure needs no pause, the

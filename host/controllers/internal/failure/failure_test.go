@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/render"
 )
@@ -42,6 +43,9 @@ func TestPolicy(t *testing.T) {
 		{"no reason", FromRender(errors.New("encoder broke")), Stall, osmv1alpha1.ReasonRenderFailed, 0, nil},
 		{"plugin Secret missing", Waiting(osmv1alpha1.ReasonPluginSecretMissing, errors.New("Secret x does not exist"), 0),
 			Wait, osmv1alpha1.ReasonPluginSecretMissing, 15 * time.Second, nil},
+		{"credential in the way", FromCredentials(fmt.Errorf("creating Role: %w", &credentials.ConflictError{Kind: "Role", Name: "x", Owner: "a/b"})),
+			Retry, osmv1alpha1.ReasonNameConflict, 10 * time.Minute, nil},
+		{"credential API error", FromCredentials(apiErr), Backoff, osmv1alpha1.ReasonWriteFailed, 0, apiErr},
 		{"name conflict, joined with another failure", errors.Join(apiErr, Retrying(osmv1alpha1.ReasonNameConflict, errors.New("owned by b"))),
 			Retry, osmv1alpha1.ReasonNameConflict, 10 * time.Minute, nil},
 		{"cache behind", apierrors.NewConflict(gr, "x", errors.New("modified")), Outdated, "", requeueNow, nil},
