@@ -12,8 +12,9 @@ import (
 	"github.com/osmhq/osm/host/controllers/internal/failure"
 )
 
-// Every write of a reconcile is conditional on what the reconcile read: an update carries the resourceVersion
-// read, a delete the UID read, a create fails if the object exists. A cache that had not seen a newer object
+// Every write a stale read could make wrong is conditional on what the reconcile read: an update or a
+// finalizer patch carries the resourceVersion read, a delete the UID read, a create fails if the object exists
+// (only the OSC status patch is not: the status is OSM's alone). A cache that had not seen a newer object
 // therefore cannot make a write wrong; the write fails as Outdated (failure.IsOutdated), and nothing is
 // reported.
 //

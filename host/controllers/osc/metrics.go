@@ -55,8 +55,8 @@ func (m *metrics) observe(st *state, err error, took time.Duration) {
 	reason := "Succeeded"
 	if f := failure.Of(err); f != nil {
 		reason = f.Reason
-		if reason == "" {
-			reason = f.Action.String()
+		if f.Action == failure.Outdated {
+			reason = "Outdated" // not reported on the OSC: a write met a newer object than the cache showed
 		}
 	}
 	m.outcomes.WithLabelValues(reason).Inc()
