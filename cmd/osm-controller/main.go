@@ -6,6 +6,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -127,6 +128,7 @@ type hostFlags struct {
 	addressSpaceMiB uint64
 	grace           time.Duration
 	loadTimeout     time.Duration
+	idle            time.Duration
 }
 
 func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
@@ -138,6 +140,7 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.Uint64Var(&p.host.memoryMiB, "plugin-host-memory-mib", pluginhost.DefaultMaxRSS>>20, "The plugin host process is killed (and restarted) when its resident memory exceeds this, in MiB.")
 	fs.Uint64Var(&p.host.addressSpaceMiB, "plugin-host-address-space-mib", 16<<10, "RLIMIT_AS of the plugin host process, in MiB; 0 sets none.")
 	fs.DurationVar(&p.host.grace, "plugin-host-grace", pluginhost.DefaultGrace, "How long past -plugin-timeout a plugin call may run before its host process is killed.")
+	fs.DurationVar(&p.host.idle, "plugin-host-idle-timeout", pluginhost.DefaultIdleTimeout, "Stop the plugin host process when no plugin call used it for this long; the next render that needs a plugin starts a new one. Negative: keep it running.")
 	fs.DurationVar(&p.host.loadTimeout, "plugin-load-timeout", pluginhost.DefaultLoadTimeout, "Longest loading one plugin module (compile, initialise, metadata) may take before its host process is killed.")
 	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
 	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
@@ -153,7 +156,8 @@ func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
 	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20, MemoryBudget: p.budgetMiB << 20,
 		MaxLoadedModules: p.maxLoaded, IdleTimeout: p.idle,
 		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP, PullTimeout: p.pull},
-		Host:     plugin.HostConfig{MaxRSS: p.host.memoryMiB << 20, AddressSpace: p.host.addressSpaceMiB << 20, Grace: p.host.grace, LoadTimeout: p.host.loadTimeout}}
+		Host: plugin.HostConfig{MaxRSS: p.host.memoryMiB << 20, AddressSpace: p.host.addressSpaceMiB << 20, Grace: p.host.grace, LoadTimeout: p.host.loadTimeout,
+			IdleTimeout: cmp.Or(p.host.idle, -1)}}
 	if p.registryCA != "" {
 		var err error
 		if cfg.Registry.CABundle, err = os.ReadFile(p.registryCA); err != nil {

@@ -69,6 +69,9 @@ type HostConfig struct {
 	MaxRSS uint64
 	// AddressSpace is the host's RLIMIT_AS in bytes; 0 sets none.
 	AddressSpace uint64
+	// IdleTimeout stops the host when no plugin operation used it for this long (the next one starts a new
+	// host); zero: pluginhost.DefaultIdleTimeout, negative: never.
+	IdleTimeout time.Duration
 }
 
 // RegistryConfig is how the controller reaches registries.
@@ -117,7 +120,7 @@ func (c Config) supervisorConfig(hooks runtime.Hooks, reg prometheus.Registerer,
 		hc.CacheDir = filepath.Join(c.CacheDir, "wazero")
 	}
 	return pluginhost.Config{Host: hc, Executable: c.Host.Executable, Grace: c.Host.Grace, LoadTimeout: c.Host.LoadTimeout,
-		MaxRSS: c.Host.MaxRSS, Hooks: hooks, Registerer: reg, Log: log}
+		MaxRSS: c.Host.MaxRSS, IdleTimeout: c.Host.IdleTimeout, Hooks: hooks, Registerer: reg, Log: log}
 }
 
 func (c Config) ociOptions(dockerConfig []byte) oci.Options {

@@ -27,6 +27,8 @@ type proc struct {
 	cmd  *exec.Cmd
 	in   io.WriteCloser
 	out  *frameWriter
+	// users counts the operations the supervisor runs on this host (guarded by the Supervisor's mu).
+	users int
 
 	mu      sync.Mutex
 	nextID  uint64

@@ -27,7 +27,10 @@ func newSupervisor(t *testing.T, mod func(*pluginhost.Config)) *pluginhost.Super
 	cfg := pluginhost.Config{
 		Host:  pluginhost.HostConfig{Timeout: time.Second, CacheDir: t.TempDir()},
 		Grace: 500 * time.Millisecond,
-		Log:   testr.New(t),
+		// Hosts stay up between operations unless a test is about idle hosts: several tests compare the
+		// processes before and after.
+		IdleTimeout: -1,
+		Log:         testr.New(t),
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -250,5 +253,39 @@ func TestAHostThatCannotStartBlamesNoModule(t *testing.T) {
 			t.Fatalf("an immediate retry: %v, want the start back-off", err)
 		}
 		time.Sleep(1100 * time.Millisecond)
+	}
+}
+
+// TestAnIdleHostStops: the main host exits once no operation used it for the idle timeout, but never under a
+// call that runs longer than that; the next call starts a new host, which loads the module again.
+func TestAnIdleHostStops(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.IdleTimeout = idle })
+	ctx := context.Background()
+	m := module("hand", handwasm.Plugin(nil, nil, 1))
+	if _, err := s.Call(ctx, m, abi.ExportRender, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	first := s.PIDs()
+	if len(first) != 1 {
+		t.Fatalf("hosts after a call: %v, want one", first)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(s.PIDs()) > 0 || syscall.Kill(first[0], 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("host %d still running %s after its last call (idle timeout %s)", first[0], 30*time.Second, idle)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := s.Call(ctx, m, abi.ExportRender, []byte(`{}`)); err != nil {
+		t.Fatalf("a call after the idle host stopped: %v", err)
+	}
+	if again := s.PIDs(); len(again) != 1 || again[0] == first[0] {
+		t.Errorf("hosts after the next call: %v, want one new one (the first was %d)", again, first[0])
+	}
+	// A call that runs past the idle timeout keeps its host: it ends by the call deadline (Timeout), not by
+	// the host stopping for idleness (Closed).
+	if _, err := s.Call(ctx, module("spin", handwasm.Plugin(nil, handwasm.Spin, 1)), abi.ExportRender, nil); reasonOf(err) != runtime.ReasonTimeout {
+		t.Errorf("a call longer than the idle timeout: %v, want Timeout", err)
 	}
 }
