@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/osmhq/osm/sdk/abi"
@@ -128,64 +129,8 @@ func kubeletConfig(r *Request) *kubeletConfiguration {
 	return &c
 }
 
-// json is c as indented JSON (see jsonWriter), field by field in the struct's order and with its tags'
-// omitempty rules.
-func (c *kubeletConfiguration) json() string {
-	w := &jsonWriter{}
-	w.open('{')
-	w.str("apiVersion", c.APIVersion)
-	w.str("kind", c.Kind)
-	w.object("authentication")
-	w.object("anonymous")
-	w.boolean("enabled", c.Authentication.Anonymous.Enabled)
-	w.end()
-	w.object("webhook")
-	w.str("cacheTTL", c.Authentication.Webhook.CacheTTL)
-	w.boolean("enabled", c.Authentication.Webhook.Enabled)
-	w.end()
-	w.object("x509")
-	w.str("clientCAFile", c.Authentication.X509.ClientCAFile)
-	w.end()
-	w.end()
-	w.object("authorization")
-	w.str("mode", c.Authorization.Mode)
-	w.object("webhook")
-	w.str("cacheAuthorizedTTL", c.Authorization.Webhook.CacheAuthorizedTTL)
-	w.str("cacheUnauthorizedTTL", c.Authorization.Webhook.CacheUnauthorizedTTL)
-	w.end()
-	w.end()
-	w.str("cgroupDriver", c.CgroupDriver)
-	if len(c.ClusterDNS) > 0 {
-		w.strings("clusterDNS", c.ClusterDNS)
-	}
-	w.str("clusterDomain", c.ClusterDomain)
-	w.int("containerLogMaxFiles", int64(c.ContainerLogMaxFiles))
-	w.str("containerLogMaxSize", c.ContainerLogMaxSize)
-	w.strOmit("containerRuntimeEndpoint", c.ContainerRuntimeEndpoint)
-	w.stringMap("evictionHard", c.EvictionHard)
-	if len(c.FeatureGates) > 0 {
-		w.boolMap("featureGates", c.FeatureGates)
-	}
-	w.intOmit("imageGCHighThresholdPercent", c.ImageGCHighThresholdPercent)
-	w.intOmit("imageGCLowThresholdPercent", c.ImageGCLowThresholdPercent)
-	w.strOmit("imageMaximumGCAge", c.ImageMaximumGCAge)
-	w.strOmit("imageMinimumGCAge", c.ImageMinimumGCAge)
-	w.stringMap("kubeReserved", c.KubeReserved)
-	w.intOmit("maxParallelImagePulls", c.MaxParallelImagePulls)
-	w.intOmit("maxPods", c.MaxPods)
-	w.boolean("protectKernelDefaults", c.ProtectKernelDefaults)
-	w.int("readOnlyPort", int64(c.ReadOnlyPort))
-	w.str("resolvConf", c.ResolvConf)
-	w.boolean("rotateCertificates", c.RotateCertificates)
-	w.boolean("serializeImagePulls", c.SerializeImagePulls)
-	w.boolean("serverTLSBootstrap", c.ServerTLSBootstrap)
-	w.str("staticPodPath", c.StaticPodPath)
-	w.stringMap("systemReserved", c.SystemReserved)
-	w.strings("tlsCipherSuites", c.TLSCipherSuites)
-	w.str("volumePluginDir", c.VolumePluginDir)
-	w.end()
-	return w.String()
-}
+// json is c as the kubelet reads its config file: indented JSON.
+func (c *kubeletConfiguration) json() string { return indentedJSON(c) }
 
 // KubeletFlags are the kubelet's command line flags for the request, one per element.
 func KubeletFlags(r *Request) []string {
@@ -274,30 +219,38 @@ WantedBy=multi-user.target
 // verbatim; the host substitutes the real token when it writes the provisioning Secret, which only this
 // MachineDeployment's provisioning credential can read.
 func BootstrapKubeconfig(r *Request) string {
-	w := &jsonWriter{}
-	w.open('{')
-	w.str("apiVersion", "v1")
-	w.str("kind", "Config")
-	named := func(list, name, kind string, fields ...string) {
-		w.key(list)
-		w.open('[')
-		w.next()
-		w.open('{')
-		w.str("name", name)
-		w.object(kind)
-		for i := 0; i+1 < len(fields); i += 2 {
-			w.str(fields[i], fields[i+1])
-		}
-		w.end()
-		w.end()
-		w.close(']')
+	type named struct {
+		Name    string            `json:"name"`
+		Cluster map[string]string `json:"cluster,omitempty"`
+		Context map[string]string `json:"context,omitempty"`
+		User    map[string]string `json:"user,omitempty"`
 	}
-	named("clusters", "default", "cluster", "certificate-authority", CACertPath, "server", r.Ctx.Cluster.ServerURL)
-	named("contexts", "default", "context", "cluster", "default", "user", "kubelet-bootstrap")
-	w.str("current-context", "default")
-	named("users", "kubelet-bootstrap", "user", "token", r.Ctx.Secrets.BootstrapToken)
-	w.end()
-	return w.String()
+	return indentedJSON(struct {
+		APIVersion     string  `json:"apiVersion"`
+		Kind           string  `json:"kind"`
+		Clusters       []named `json:"clusters"`
+		Contexts       []named `json:"contexts"`
+		CurrentContext string  `json:"current-context"`
+		Users          []named `json:"users"`
+	}{
+		APIVersion: "v1", Kind: "Config", CurrentContext: "default",
+		Clusters: []named{{Name: "default", Cluster: map[string]string{"certificate-authority": CACertPath, "server": r.Ctx.Cluster.ServerURL}}},
+		Contexts: []named{{Name: "default", Context: map[string]string{"cluster": "default", "user": "kubelet-bootstrap"}}},
+		Users:    []named{{Name: "kubelet-bootstrap", User: map[string]string{"token": r.Ctx.Secrets.BootstrapToken}}},
+	})
+}
+
+// indentedJSON is v as the node's JSON files are written: indented by two spaces, with <, > and & as they are,
+// and a final newline.
+func indentedJSON(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		panic(err) // strings, booleans, integers and maps of them always encode
+	}
+	return b.String()
 }
 
 func orDefault(v, def string) string {
