@@ -71,6 +71,12 @@ e2e-node: plugins controlplane ## Boot real nodes (systemd-nspawn, needs root) f
 	@$(PHASE) e2e-prepare hack/e2e-node/prepare.sh wait
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test -tags e2e -count=1 -timeout 60m -v $(E2E_FLAGS) ./host/e2e/
 
+.PHONY: e2e-machine-controller
+e2e-machine-controller: controlplane ## Prove rollouts against a real machine-controller (fake provider): MACHINE_CONTROLLER=binary MACHINE_CONTROLLER_CRDS=its CRD YAML (docs/drift.md).
+	@test -n "$(MACHINE_CONTROLLER)" -a -n "$(MACHINE_CONTROLLER_CRDS)" || { echo "usage: make e2e-machine-controller MACHINE_CONTROLLER=/path/to/machine-controller MACHINE_CONTROLLER_CRDS=/path/to/machine-controller.yaml (see docs/drift.md, Proof)"; exit 1; }
+	OSM_MACHINE_CONTROLLER="$(abspath $(MACHINE_CONTROLLER))" OSM_MACHINE_CONTROLLER_CRDS="$(abspath $(MACHINE_CONTROLLER_CRDS))" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" \
+		go test -tags machinecontroller -count=1 -timeout 20m -v ./host/e2e/machinecontroller/
+
 # The vendor conformance run (host/e2e/conformance_test.go): the node e2e's harness boots PLUGIN with PROFILE on
 # ROOTFS and reports each step of the boot contract, in the log and in REPORT.
 PLUGIN ?=
