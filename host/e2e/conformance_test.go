@@ -445,8 +445,16 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 	var provIgn igntypes.Config
 	res.check(t, stepUserData, func(t testing.TB) string {
 		boot, prov = c.userData(t, md)
-		if err := c.c.Get(context.Background(), client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(md)}, &osc); err != nil {
-			t.Fatal(err)
+		// The controller may write the user-data Secrets before the OperatingSystemConfig.
+		key := client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(md)}
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			err := c.c.Get(context.Background(), key, &osc)
+			if err == nil && osc.Status.Plugin != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("OperatingSystemConfig %s: %v, status %+v", key, err, osc.Status)
+			}
 		}
 		b, p := boot.Data[render.CloudConfigKey], prov.Data[render.CloudConfigKey]
 		switch utility {
