@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -57,7 +58,9 @@ func fromKubeconfig(data string) (render.ClusterInfo, error) {
 		if cl.Server == "" || len(cl.CertificateAuthorityData) == 0 {
 			return render.ClusterInfo{}, fmt.Errorf("kube-public/cluster-info lacks the server or its CA")
 		}
-		return render.ClusterInfo{ServerURL: cl.Server, CACert: string(cl.CertificateAuthorityData)}, nil
+		// Profiles and plugins append paths ("/api/v1/…") to the URL; a server written with a trailing slash
+		// would give them "//api", which the API server does not route.
+		return render.ClusterInfo{ServerURL: strings.TrimRight(cl.Server, "/"), CACert: string(cl.CertificateAuthorityData)}, nil
 	}
 	panic("unreachable")
 }
