@@ -396,13 +396,12 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 	for k, v := range osp.Spec.Plugin.Config {
 		config[k] = v
 	}
+	declared := map[string]bool{}
+	for _, o := range meta.ConfigSchema {
+		declared[o.Name] = true
+	}
 	for k, v := range map[string]string{"cniBaseURL": c.mirror.URL + "/cni", "criToolsBaseURL": c.mirror.URL + "/cri-tools"} {
-		declared := slices.ContainsFunc(meta.ConfigSchema, func(o struct {
-			Name string `json:"name"`
-		}) bool {
-			return o.Name == k
-		})
-		if _, set := config[k]; declared && !set {
+		if _, set := config[k]; declared[k] && !set {
 			config[k] = v
 		}
 	}
