@@ -64,6 +64,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if osmctl.path != "" {
+		_ = os.RemoveAll(filepath.Dir(osmctl.path))
+	}
 	if code == 0 && os.Getenv("OSM_E2E_ARTIFACTS") == "" && os.Getenv("OSM_E2E_KEEP") == "" {
 		_ = os.RemoveAll(harness.Artifacts)
 	} else {
