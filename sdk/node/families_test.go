@@ -65,3 +65,17 @@ func TestDnfAssumptionsAreFields(t *testing.T) {
 	boot = plugintest.Render(t, node.New(rhel), plugintest.Request("rhel", "9", abi.UtilityCloudInit, "azure", abi.StageBootstrap))
 	plugintest.Contains(t, "RHEL bootstrap", plugintest.File(t, boot, node.BootstrapScriptPath), []string{"systemctl stop NetworkManager", "nm-online"}, nil)
 }
+
+// TestIgnitionEnableUnitIsReadable: the bootstrap script runs under umask 077, so the unit it writes for the
+// second Ignition run's units must be made readable, or systemd warns that it is world-inaccessible.
+func TestIgnitionEnableUnitIsReadable(t *testing.T) {
+	os := ignition.OS(ignition.Image{})
+	os.Name, os.PluginVersion, os.CloudProviders = "exampleos", "v0.1.0", []string{"*"}
+	boot := plugintest.Render(t, node.New(os), plugintest.Request("exampleos", "1", abi.UtilityIgnition, "azure", abi.StageBootstrap))
+	script := plugintest.File(t, boot, node.BootstrapScriptPath)
+	unit := "/etc/systemd/system/" + node.IgnitionEnableUnit
+	written, chmod := strings.Index(script, "cat >"+unit), strings.Index(script, "chmod 644 "+unit)
+	if written < 0 || chmod < written || !strings.Contains(script[chmod:], "systemctl daemon-reload") {
+		t.Errorf("the bootstrap script does not write %s, make it mode 644, then reload systemd, in that order:\n%s", unit, script)
+	}
+}

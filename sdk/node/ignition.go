@@ -138,6 +138,8 @@ func IgnitionHandoff(boot IgnitionBoot) func(r *Request, s *Script) {
 			s.Line("cat >/etc/systemd/system/" + IgnitionEnableUnit + " <<'OSM_EOF'")
 			s.Raw(ignitionEnableUnitContent())
 			s.Line("OSM_EOF")
+			// The bootstrap script runs under umask 077; systemd warns about unit files others cannot read.
+			s.Line("chmod 644 /etc/systemd/system/" + IgnitionEnableUnit)
 			s.Line("systemctl daemon-reload")
 			s.Line("systemctl enable " + IgnitionEnableUnit)
 		}
