@@ -48,6 +48,9 @@ func buildVersion() buildinfo.Info {
 }
 
 type flags struct {
+	// set holds the names of the flags given on the command line, so that a moot flag is reported even when
+	// given its default value.
+	set                             map[string]bool
 	kubeconfig, workerKubeconfig    string
 	namespace, cloudInitNamespace   string
 	workerCount                     int
@@ -232,6 +235,8 @@ func main() {
 	f.register(fs)
 	printVersion := fs.Bool("version", false, "Print the version, commit and Go version, and exit.")
 	_ = fs.Parse(os.Args[1:])
+	f.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
 	if *printVersion {
 		fmt.Println("osm-controller", buildVersion().String())
 		return
@@ -271,7 +276,7 @@ func run(f *flags) error {
 	if f.provisioningTokenTTL != 0 {
 		log.Info("-provisioning-token-ttl is ignored: nodes fetch their provisioning data with their bootstrap token (-bootstrap-token-ttl)")
 	}
-	if f.workerMetric != "127.0.0.1:8081" || f.workerHealthProbe != "127.0.0.1:8086" {
+	if f.set["worker-metrics-address"] || f.set["worker-health-probe-address"] {
 		// Upstream runs a second manager for the worker cluster with its own endpoints; OSM's one manager
 		// serves the worker cluster's reconcile metrics and probes on -metrics-address and -health-probe-address.
 		log.Info("-worker-metrics-address and -worker-health-probe-address are moot: this controller serves all its metrics on -metrics-address and its probes on -health-probe-address",

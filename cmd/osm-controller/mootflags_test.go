@@ -33,7 +33,9 @@ type mootFlag struct {
 // once with what replaces it, the replacement must serve (one metrics endpoint and one set of probes, none on
 // upstream's worker addresses), and docs/migration.md must name each, with its replacement.
 func TestMootFlagsLoggedOnceAndDocumented(t *testing.T) {
-	workerMetrics, workerProbes := freeAddr(t), freeAddr(t)
+	// The worker addresses are given at their default values (upstream's): a moot flag is reported whenever
+	// it is given, not only when it differs from the default.
+	workerMetrics, workerProbes := "127.0.0.1:8081", "127.0.0.1:8086"
 	moot := []mootFlag{
 		{"-worker-metrics-address", workerMetrics, []string{"-metrics-address"}},
 		{"-worker-health-probe-address", workerProbes, []string{"-health-probe-address"}},
