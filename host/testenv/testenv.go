@@ -60,6 +60,9 @@ type Options struct {
 // Start starts a control plane for the test and stops it when the test ends.
 func Start(t testing.TB, opts Options) *Env {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver and etcd: make test runs it, make unit (-short) does not")
+	}
 	assets, err := AssetsDir()
 	if err != nil {
 		t.Fatalf("control plane binaries: %v", err)
