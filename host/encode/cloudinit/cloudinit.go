@@ -107,17 +107,15 @@ func Marshal(doc *Document) ([]byte, error) {
 		w.stringEntry(0, "yum_repo_dir", doc.YumRepoDir)
 	}
 	if len(doc.YumRepos) > 0 {
-		w.key(0, "yum_repos")
-		w.buf = append(w.buf, '\n')
-		for _, name := range sortedKeys(doc.YumRepos) {
+		w.blockKey(0, "yum_repos")
+		for _, name := range abi.SortedKeys(doc.YumRepos) {
 			if err := w.anyMap(2, name, doc.YumRepos[name]); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if len(doc.WriteFiles) > 0 {
-		w.key(0, "write_files")
-		w.buf = append(w.buf, '\n')
+		w.blockKey(0, "write_files")
 		for _, f := range doc.WriteFiles {
 			w.firstEntry(2, "path", f.Path)
 			w.stringEntry(4, "permissions", f.Permissions)
@@ -142,8 +140,7 @@ func Marshal(doc *Document) ([]byte, error) {
 // coreOSUnits writes the coreos section.
 func (w *yamlWriter) coreOSUnits(units []CoreOSUnit) {
 	w.buf = append(w.buf, "coreos:\n"...)
-	w.key(2, "units")
-	w.buf = append(w.buf, '\n')
+	w.blockKey(2, "units")
 	for _, u := range units {
 		w.firstEntry(4, "name", u.Name)
 		if u.Enable {
@@ -159,8 +156,7 @@ func (w *yamlWriter) coreOSUnits(units []CoreOSUnit) {
 			w.stringEntry(6, "content", u.Content)
 		}
 		if len(u.DropIns) > 0 {
-			w.key(6, "drop-ins")
-			w.buf = append(w.buf, '\n')
+			w.blockKey(6, "drop-ins")
 			for _, d := range u.DropIns {
 				w.firstEntry(8, "name", d.Name)
 				w.stringEntry(10, "content", d.Content)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/osmhq/osm/sdk/abi"
 )
 
 // The document is written by this small emitter rather than by a general YAML library: the general one spent
@@ -37,6 +39,12 @@ func (w *yamlWriter) key(indent int, k string) {
 		w.indent(indent)
 	}
 	w.buf = append(w.buf, ':')
+}
+
+// blockKey starts the entry k at indent whose value is the block that follows on the next lines.
+func (w *yamlWriter) blockKey(indent int, k string) {
+	w.key(indent, k)
+	w.buf = append(w.buf, '\n')
 }
 
 // maxImplicitKey is a little under YAML's 1024-character limit on implicit keys, which readers count in
@@ -186,8 +194,7 @@ func (w *yamlWriter) boolEntry(indent int, k string, v bool) {
 
 // stringList writes "k:" and the strings as a block sequence.
 func (w *yamlWriter) stringList(indent int, k string, items []string) {
-	w.key(indent, k)
-	w.buf = append(w.buf, '\n')
+	w.blockKey(indent, k)
 	for _, it := range items {
 		w.indent(indent + 2)
 		w.buf = append(w.buf, "- "...)
@@ -198,9 +205,8 @@ func (w *yamlWriter) stringList(indent int, k string, items []string) {
 // anyMap writes "k:" and a mapping of the values cloud-init's schema types (strings, booleans, string
 // lists), keys sorted.
 func (w *yamlWriter) anyMap(indent int, k string, m map[string]any) error {
-	w.key(indent, k)
-	w.buf = append(w.buf, '\n')
-	for _, mk := range sortedKeys(m) {
+	w.blockKey(indent, k)
+	for _, mk := range abi.SortedKeys(m) {
 		switch v := m[mk].(type) {
 		case string:
 			w.stringEntry(indent+2, mk, v)
@@ -213,13 +219,4 @@ func (w *yamlWriter) anyMap(indent int, k string, m map[string]any) error {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
