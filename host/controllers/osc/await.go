@@ -18,14 +18,17 @@ import (
 // therefore cannot make a write wrong; the write fails as Outdated (failure.IsOutdated), and nothing is
 // reported.
 //
-// What keeps such a cache from making writes or renders wasted is awaitCaches: a reconcile returns only once
-// its caches show every object it wrote, and every object a write of it met newer than it had read. The
-// workqueue never runs two reconciles of one MachineDeployment at once, so the next reconcile of it starts
-// from caches at least as new as the API server's answers to the previous one. A reconcile triggered right
-// after one that wrote everything (the profile's status catching up, the watch events of its own writes)
-// finds it all current, with its finalizer, and renders and writes nothing; a placeholder OSC written by a
-// failed reconcile is in the cache when the next one replaces it; an Outdated write is requeued at once, on
-// a cache that has seen what it met.
+// What keeps such a cache from making writes or renders wasted is awaitPrevious: a reconcile of a
+// MachineDeployment starts only once its caches show every object the previous reconcile of it wrote, and
+// every object a write of that one met newer than it had read (Reconciler.pending). The workqueue never runs
+// two reconciles of one MachineDeployment at once, so each starts from caches at least as new as the API
+// server's answers to the previous one. A reconcile triggered right after one that wrote everything (the
+// profile's status catching up, the watch events of its own writes) finds it all current, with its
+// finalizer, and renders and writes nothing; a placeholder OSC written by a failed reconcile is in the cache
+// when the next one replaces it; an Outdated write is requeued at once, and its retry waits for a cache that
+// has seen what it met. The wait is at the start of the next reconcile rather than the end of the one that
+// wrote: a worker is held only when a reconcile comes before the caches caught up, not after every write
+// (by the time the watch events of the writes bring the MachineDeployment back, the caches mostly have them).
 
 // cacheCatchUp bounds how long a reconcile waits for its caches. They normally show a write within
 // milliseconds; should they fall further behind, the next reconcile meets the conditional writes above.
@@ -83,15 +86,36 @@ func (st *state) expect(err error, e expectation) {
 	st.expected = append(st.expected, e)
 }
 
-// awaitCaches waits until every expectation of the reconcile is met, or cacheCatchUp has passed.
-func (r *Reconciler) awaitCaches(ctx context.Context, st *state) {
-	if len(st.expected) == 0 {
+// awaitPrevious waits until every expectation the previous reconcile of key left is met, or cacheCatchUp has
+// passed since it ended.
+func (r *Reconciler) awaitPrevious(ctx context.Context, key types.NamespacedName) {
+	v, ok := r.pending.LoadAndDelete(key)
+	if !ok {
 		return
 	}
-	_ = wait.PollUntilContextTimeout(ctx, cachePoll, cacheCatchUp, true, func(ctx context.Context) (bool, error) {
-		for len(st.expected) > 0 && st.expected[0].met(ctx) {
-			st.expected = st.expected[1:]
+	p := v.(pendingWrites)
+	left := cacheCatchUp - time.Since(p.at)
+	if left <= 0 {
+		return
+	}
+	expected := p.expected
+	_ = wait.PollUntilContextTimeout(ctx, cachePoll, left, true, func(ctx context.Context) (bool, error) {
+		for len(expected) > 0 && expected[0].met(ctx) {
+			expected = expected[1:]
 		}
-		return len(st.expected) == 0, nil
+		return len(expected) == 0, nil
 	})
+}
+
+// pendingWrites are the expectations a reconcile left for the next one, and when it ended.
+type pendingWrites struct {
+	expected []expectation
+	at       time.Time
+}
+
+// leave hands the reconcile's expectations to the next reconcile of key.
+func (r *Reconciler) leave(key types.NamespacedName, st *state) {
+	if len(st.expected) > 0 {
+		r.pending.Store(key, pendingWrites{expected: st.expected, at: time.Now()})
+	}
 }

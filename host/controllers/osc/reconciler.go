@@ -78,11 +78,15 @@ type Reconciler struct {
 	upstreamChecked sync.Map
 	// kubeletSecretNeeded holds needsKubeletBootstrapSecret's answer by profile UID, for one generation.
 	kubeletSecretNeeded sync.Map
+	// pending holds, by MachineDeployment, what its last reconcile's writes must show in the caches before
+	// the next reconcile reads them (await.go).
+	pending sync.Map
 }
 
-// Reconcile brings one MachineDeployment's configuration up to date: the steps (reconcile), then the one
-// status write (report), then waiting for the caches to show what was written (awaitCaches).
+// Reconcile brings one MachineDeployment's configuration up to date: waiting for the caches to show what the
+// previous reconcile wrote (await.go), the steps (reconcile), then the one status write (report).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
+	r.awaitPrevious(ctx, req.NamespacedName)
 	md := &clusterv1alpha1.MachineDeployment{}
 	if err := r.Worker.Get(ctx, req.NamespacedName, md); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -90,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	log := logr.FromContextOrDiscard(ctx).WithValues("machinedeployment", klog.KObj(md))
 	ctx = logr.NewContext(ctx, log)
 	st := &state{md: md}
-	defer r.awaitCaches(ctx, st)
+	defer r.leave(req.NamespacedName, st)
 
 	if !md.DeletionTimestamp.IsZero() || md.Annotations[clusterv1alpha1.AnnotationOSP] == "" {
 		return r.policy().Result(r.finalize(ctx, st))

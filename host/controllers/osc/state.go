@@ -52,7 +52,7 @@ type state struct {
 	done bool
 	// wrote lists what this reconcile changed, for the log; writes run concurrently (noteWrote).
 	wrote []string
-	// expected is what the caches must show before the reconcile returns (awaitCaches).
+	// expected is what the caches must show before the next reconcile of the MachineDeployment starts (await.go).
 	expected []expectation
 	// mu guards wrote and expected.
 	mu sync.Mutex

@@ -33,7 +33,7 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	f := failure.Of(reconcileErr)
 	if f != nil && f.Action == failure.Outdated {
 		// The cache was behind: nothing is wrong to report, and the reconcile runs again on a cache that has
-		// caught up (awaitCaches).
+		// caught up (awaitPrevious).
 		return r.policy().Result(reconcileErr)
 	}
 	werr := r.writeStatus(ctx, st, reconcileErr)
