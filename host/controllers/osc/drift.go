@@ -1,10 +1,12 @@
 package osc
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -144,9 +146,7 @@ type driftOutcome struct {
 // this render then counts as the revision's first.
 func (r *Reconciler) drift(st *state, now time.Time) driftOutcome {
 	revision := st.md.Annotations[clusterv1alpha1.AnnotationRevision]
-	data, _ := json.Marshal(st.output.Spec)
-	sum := sha256.Sum256(data)
-	digest := hex.EncodeToString(sum[:16])
+	digest := configDigest(&st.output.Spec)
 	inputs := r.driftInputs(st)
 
 	ann := map[string]string{
@@ -223,4 +223,23 @@ func (r *Reconciler) notifyDrift(st *state, d driftOutcome) {
 		r.Recorder.Event(st.md, corev1.EventTypeNormal, "DriftResolved",
 			"the configuration is again the one the machines of revision "+st.md.Annotations[clusterv1alpha1.AnnotationRevision]+" were provisioned from")
 	}
+}
+
+// configDigest is the digest of a configuration's JSON (json.Marshal's bytes), encoded straight into the
+// hash: the spec is tens of KiB, a buffer per MachineDeployment otherwise. The digest is recorded on OSCs, so
+// it must stay what json.Marshal gives.
+func configDigest(spec *osmv1alpha1.OperatingSystemConfigSpec) string {
+	h := sha256.New()
+	_ = json.NewEncoder(withoutFinalNewline{h}).Encode(spec)
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// withoutFinalNewline drops the newline json.Encoder ends its one write with.
+type withoutFinalNewline struct{ w io.Writer }
+
+func (t withoutFinalNewline) Write(p []byte) (int, error) {
+	if _, err := t.w.Write(bytes.TrimSuffix(p, []byte("\n"))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
