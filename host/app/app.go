@@ -157,12 +157,16 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	}
 	settings.RegistryCredentialHosts = hosts
 
-	mgmtClient, err := newOSCCreateClient(mgr.GetClient(), mgr.GetConfig(), mgr.GetHTTPClient())
+	mgmtClient, err := newMetadataAnswerClient(mgr.GetClient(), mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, err
+	}
+	workerClient, err := newMetadataAnswerClient(worker.GetClient(), worker.GetConfig(), worker.GetHTTPClient())
 	if err != nil {
 		return nil, err
 	}
 	oscReconciler := &osc.Reconciler{
-		Mgmt: mgmtClient, Worker: worker.GetClient(), MgmtAPIReader: mgr.GetAPIReader(),
+		Mgmt: mgmtClient, Worker: workerClient, MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
 			BootstrapTokenTTL: o.BootstrapTokenTTL},
