@@ -65,11 +65,7 @@ func (c metadataAnswerClient) Create(ctx context.Context, obj client.Object, opt
 	if !ok || len(opts) > 0 {
 		return c.Client.Create(ctx, obj, opts...)
 	}
-	body, err := encodeWithKind(obj, gvk)
-	if err != nil {
-		return err
-	}
-	req := c.rest[gvk].Post().Namespace(obj.GetNamespace()).Resource(answeredWithMetadata[gvk]).Body(body)
+	req := c.rest[gvk].Post().Namespace(obj.GetNamespace()).Resource(answeredWithMetadata[gvk]).Body(obj)
 	return answerInto(ctx, req, obj)
 }
 
@@ -78,21 +74,8 @@ func (c metadataAnswerClient) Update(ctx context.Context, obj client.Object, opt
 	if !ok || len(opts) > 0 {
 		return c.Client.Update(ctx, obj, opts...)
 	}
-	body, err := encodeWithKind(obj, gvk)
-	if err != nil {
-		return err
-	}
-	req := c.rest[gvk].Put().Namespace(obj.GetNamespace()).Resource(answeredWithMetadata[gvk]).Name(obj.GetName()).Body(body)
+	req := c.rest[gvk].Put().Namespace(obj.GetNamespace()).Resource(answeredWithMetadata[gvk]).Name(obj.GetName()).Body(obj)
 	return answerInto(ctx, req, obj)
-}
-
-// encodeWithKind is obj's JSON with its apiVersion and kind, which typed objects leave empty (and keep so).
-func encodeWithKind(obj client.Object, gvk schema.GroupVersionKind) ([]byte, error) {
-	kind := obj.GetObjectKind()
-	was := kind.GroupVersionKind()
-	kind.SetGroupVersionKind(gvk)
-	defer kind.SetGroupVersionKind(was)
-	return json.Marshal(obj)
 }
 
 // answerInto sends req asking for metadata back, and copies what the API server set into obj.
