@@ -31,7 +31,7 @@ var trickyStrings = []string{
 	"bell\a", "nul\x00byte", "del\x7f", "nel\u0085here", "ls\u2028ps\u2029", "bom\ufeff", "emoji 🙂\nline two\n",
 	"non-UTF-8 \xff\xfe", "---\n...\n", "  - not: a list\n'quoted' \"double\" # not a comment\n",
 	"<MACHINE_NAME>", "__OSM_TOKEN_0__", "systemctl enable --now a.service", "a  b", "x=1,y=2", "user@host", "H4sI+/w==",
-	"yes ", "a:b", "a,", "Yes", "e5", "NaN", "Infinity", "a [b]", "a {b}", "a & b", "a | b", "a > b", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
+	"yes ", "a:b", "a,", "Yes", "e5", "NaN", "Infinity", "a [b]", "a {b}", "a & b", "a | b", "a > b", "all:\n\techo tab-indented\n", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
 }
 
 func trickyDocument() *cloudinit.Document {
