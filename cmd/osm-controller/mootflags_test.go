@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,14 +80,14 @@ func TestMootFlagsLoggedOnceAndDocumented(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	env := testenv.Start(t, testenv.Options{})
-	metrics, probes := freeAddr(t), freeAddr(t)
+	metrics, probes := testenv.FreeAddress(t), testenv.FreeAddress(t)
 	args := []string{"-kubeconfig", env.Kubeconfig, "-namespace", "kube-system", "-leader-elect=false",
 		"-disable-default-osps", "-plugin-cache-dir", t.TempDir(), "-webhooks=false",
 		"-metrics-address", metrics, "-health-probe-address", probes}
 	for _, m := range moot {
 		args = append(args, m.name+"="+m.value)
 	}
-	var out syncBuffer
+	var out testenv.SyncBuffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -197,33 +196,4 @@ func TestMootFlagsLoggedOnceAndDocumented(t *testing.T) {
 			}
 		}
 	}
-}
-
-// freeAddr returns a local address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// syncBuffer is a process's combined output, written by its two pipes' copiers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

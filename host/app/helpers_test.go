@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -106,7 +105,7 @@ func startStoppable(t *testing.T, env *testenv.Env, worker *testenv.Env, opts ap
 	}
 	probe := opts.HealthProbeAddress == "" && env.Webhook != nil && env.Webhook.LocalServingPort != 0
 	if probe {
-		opts.HealthProbeAddress = freeAddress(t)
+		opts.HealthProbeAddress = testenv.FreeAddress(t)
 	}
 	fillDefaults(t, env, &opts)
 	mgr, err := app.New(ctx, opts)
@@ -375,17 +374,6 @@ func nodeClient(t *testing.T, env *testenv.Env, token string) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// freeAddress returns a local address nothing listens on.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // ready asks the controller's readiness endpoint at addr.

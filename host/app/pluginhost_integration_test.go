@@ -85,7 +85,7 @@ func TestHostilePluginsCannotStopTheController(t *testing.T) {
 	const timeout = 2 * time.Second // fillDefaults' plugin timeout
 	// A real plugin's cold compile on two cores busy with the rest of the suite takes seconds.
 	const loadTimeout = 20 * time.Second
-	addr := freeAddress(t)
+	addr := testenv.FreeAddress(t)
 	startOSM(t, env, nil, app.Options{Builtins: os.DirFS(dir), DisableDefaultOSPs: true, WorkerCount: 4, HealthProbeAddress: addr,
 		Plugins: plugin.Config{Host: plugin.HostConfig{LoadTimeout: loadTimeout, Grace: time.Second}}})
 

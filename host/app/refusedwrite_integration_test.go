@@ -139,7 +139,7 @@ func TestRefusedWriteBacksOffAndIsVisible(t *testing.T) {
 				return nil
 			})
 
-			metrics := freeAddress(t)
+			metrics := testenv.FreeAddress(t)
 			startOSM(t, env, nil, app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true, WorkerCount: 2,
 				MetricsAddress: metrics})
 			var before int
