@@ -278,19 +278,10 @@ func waitForNotReady(t *testing.T, c client.Client, oscName, reason string, want
 	return cond
 }
 
-// eventually retries check until it returns nil or the timeout passes. The timeout bounds a wait for the
-// controller, never a performance expectation.
+// eventually is testenv.Eventually.
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+	testenv.Eventually(t, timeout, what, check)
 }
 
 func b64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }

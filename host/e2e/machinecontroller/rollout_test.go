@@ -562,16 +562,8 @@ func controllerOf(o unstructured.Unstructured) string {
 	return ""
 }
 
-// eventually retries check until it returns nil or the timeout passes.
+// eventually is testenv.Eventually.
 func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: still failing after %s: %v", what, timeout, err)
+	testenv.Eventually(t, timeout, what, check)
 }
