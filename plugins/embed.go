@@ -24,8 +24,8 @@ var dist embed.FS
 //go:embed all:osps
 var osps embed.FS
 
-// Builtin returns the built-in plugin modules as <name>.wasm files. The result also has the method Mapped
-// (see BuiltinFS), which the plugin manager uses to load a module without copying it.
+// Builtin returns the built-in plugin modules as <name>.wasm files. The result also has the method Locate
+// (see BuiltinFS), with which the plugin host reads a module from the executable itself.
 func Builtin() fs.FS {
 	sub, err := fs.Sub(dist, "dist")
 	if err != nil {

@@ -17,9 +17,13 @@ const (
 	// DefaultMaxLoadedModules bounds loaded modules. A loaded Go plugin costs ~30 MB (machine code, a warm
 	// instance); eight of them fit the controller's 1 GiB limit next to its caches, and cover the six built-ins.
 	DefaultMaxLoadedModules = 8
-	// DefaultIdleTimeout unloads a module no call used for this long; a profile in use renders far more often
-	// (every MachineDeployment change and token refresh).
-	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultIdleTimeout unloads a module no call used for this long. Calls the output memo answers never use
+	// the module, so it serves only configurations not seen before: once a burst of them ends, its machine
+	// code (~18 MiB per default plugin) is memory the host holds for nothing, and five OSes rendered one after
+	// the other kept 92 MiB of it resident through a start of 500 MachineDeployments (make bench-compare,
+	// OSM_BENCH_OS with five OSes, 2026-11-27). Loading a module again from the compilation cache costs
+	// 40-90 ms of the host's CPU.
+	DefaultIdleTimeout = 2 * time.Second
 	// DefaultPullTimeout bounds one pull of a plugin image, every byte included.
 	DefaultPullTimeout = 60 * time.Second
 	// DefaultMaxConcurrentPulls bounds pulls running at once; more wait their turn.

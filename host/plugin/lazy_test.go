@@ -132,6 +132,7 @@ func TestDiscard(t *testing.T) {
 	if n := m.Loaded(); n != 0 {
 		t.Fatalf("%d modules loaded after the review discarded its plugin", n)
 	}
+	// Both resolve from the declarations the first load left: neither loads the module.
 	review, err = m.Resolve(ctx, Reference{Builtin: "healthy"})
 	if err != nil {
 		t.Fatal(err)
@@ -140,9 +141,15 @@ func TestDiscard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := m.Loaded(); n != 0 {
+		t.Fatalf("%d modules loaded by resolving a module whose declarations are known", n)
+	}
+	if _, err := render.Render(ctx, renderRequest()); err != nil {
+		t.Fatal(err)
+	}
 	review.Discard()
 	if n := m.Loaded(); n != 1 {
-		t.Fatalf("%d modules loaded: the review discarded a module a render uses", n)
+		t.Fatalf("%d modules loaded: the review discarded a module a render loaded", n)
 	}
 	if _, err := render.Render(ctx, renderRequest()); err != nil {
 		t.Fatal(err)
@@ -204,5 +211,40 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRememberedRendersStartNoHost: once the module was unloaded and the plugin host stopped for idleness, a
+// reconcile that resolves the plugin again and renders what the output memo remembers starts no host, so
+// none of the module's machine code comes back into memory; a render the memo has not seen starts one.
+func TestRememberedRendersStartNoHost(t *testing.T) {
+	m, _, _ := newManager(t, Config{IdleTimeout: 100 * time.Millisecond, Host: HostConfig{IdleTimeout: 200 * time.Millisecond}}, builtinFS(testPlugin(t, "healthy")))
+	ctx := context.Background()
+	p, err := m.Resolve(ctx, Reference{Builtin: "healthy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Render(ctx, renderRequest()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the idle module to be unloaded and the idle host to stop", func() bool { return m.Loaded() == 0 && len(m.HostPIDs()) == 0 })
+
+	again, err := m.Resolve(ctx, Reference{Builtin: "healthy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Render(ctx, renderRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if pids := m.HostPIDs(); len(pids) != 0 {
+		t.Fatalf("plugin hosts %v after a resolution and a remembered render, want none", pids)
+	}
+	other := renderRequest()
+	other.Context.MachineDeployment.Name = "other"
+	if _, err := again.Render(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if pids := m.HostPIDs(); len(pids) != 1 {
+		t.Fatalf("plugin hosts %v after a render the memo has not seen, want one", pids)
 	}
 }

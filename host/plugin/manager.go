@@ -71,8 +71,8 @@ type Manager struct {
 	memo atomic.Pointer[Memo]
 
 	mu      sync.Mutex
-	digests map[string]string // built-in name -> module digest, computed once from the embedded bytes
-	meta    map[string]abi.Metadata
+	digests map[string]string   // built-in name -> module digest, computed once from the embedded bytes
+	meta    map[string]declared // by module digest, kept after the module is unloaded
 	mods    modules
 	pulls   pulls
 	clients map[[sha256.Size]byte]*oci.Client
@@ -92,7 +92,7 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 		return nil, fmt.Errorf("registering plugin metrics: %w", err)
 	}
 	m := &Manager{cfg: cfg, builtins: builtins, metrics: met, log: log,
-		digests: map[string]string{}, meta: map[string]abi.Metadata{}, clients: map[[sha256.Size]byte]*oci.Client{}}
+		digests: map[string]string{}, meta: map[string]declared{}, clients: map[[sha256.Size]byte]*oci.Client{}}
 	m.memo.Store(newManagerMemo())
 	m.mods.init()
 	m.pulls.init(cfg.Registry.MaxConcurrentPulls)
@@ -162,36 +162,57 @@ func (m *Manager) Identify(ref Reference) (Source, error) {
 func (m *Manager) Metadata(moduleDigest string) (abi.Metadata, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	md, ok := m.meta[moduleDigest]
-	return md, ok
+	d, ok := m.meta[moduleDigest]
+	return d.meta, ok
 }
 
 // Resolve returns the plugin for ref, ready to call, with ref.Config checked against its schema. It checks
 // the cheap things first (the reference, the digest), then pulls the image if needed (see PendingError) and
-// loads the module. The module stays loaded only as long as the bound and the idle timeout allow: every
-// call through the Plugin takes it back if it was unloaded. Errors are one line naming the plugin; load
-// failures of a module are remembered by digest, so a broken plugin costs one compile, not one per reconcile.
+// loads the module. A module whose declarations this Manager has seen before is not loaded at all: the
+// Plugin is built from them, and its first call that the output memo cannot answer loads the module. So a
+// reconcile whose renders are all remembered never reaches the plugin host, which can then stay stopped
+// (pluginhost's idle timeout) with none of its modules' machine code resident. Errors are one line naming the
+// plugin; load failures of a module are remembered by digest, so a broken plugin costs one compile, not one
+// per reconcile.
 func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
 	source, err := m.Identify(ref)
 	if err != nil {
 		return nil, err
 	}
 	p := &Plugin{Source: source, m: m, ref: ref, owner: new(byte)}
-	mod, release, err := p.acquire(ctx)
-	if err != nil {
-		return nil, err
+	d, known := m.declaredBy(source.ModuleDigest)
+	if !known {
+		mod, release, err := p.acquire(ctx)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		if source.ModuleDigest != "" && mod.Digest() != source.ModuleDigest {
+			return nil, fmt.Errorf("plugin %s: module changed from %s to %s", ref, source.ModuleDigest, mod.Digest())
+		}
+		p.Source.ModuleDigest = mod.Digest()
+		d = mod.declared
 	}
-	defer release()
-	if source.ModuleDigest != "" && mod.Digest() != source.ModuleDigest {
-		return nil, fmt.Errorf("plugin %s: module changed from %s to %s", ref, source.ModuleDigest, mod.Digest())
-	}
-	p.Source.ModuleDigest = mod.Digest()
-	p.meta = mod.Metadata()
-	p.validates, p.encodes = mod.validates, mod.encodes
+	p.meta, p.validates, p.encodes = d.meta, d.validates, d.encodes
 	if p.Config, err = p.meta.ApplyConfig(ref.Config); err != nil {
 		return nil, fmt.Errorf("plugin %s: %w", ref, err)
 	}
 	return p, nil
+}
+
+// declaredBy returns what the module with the digest declared when it was last loaded, unless loading it
+// failed since.
+func (m *Manager) declaredBy(digest string) (declared, bool) {
+	if digest == "" {
+		return declared{}, false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, failed := m.mods.failed[digest]; failed {
+		return declared{}, false
+	}
+	d, ok := m.meta[digest]
+	return d, ok
 }
 
 // builtinDigest returns the digest of the embedded plugin name, hashing its bytes on first use.
@@ -265,26 +286,27 @@ func (m *Manager) builtinBytes(name string) ([]byte, error) {
 	return wasm, nil
 }
 
-// MappedFS is implemented by built-ins held in memory already (plugins.BuiltinFS: the executable's read-only
-// data). Mapped returns a file's bytes in place, never to be written, and release, which lets their resident
-// pages go while the bytes stay valid; ok is false when the file cannot be had that way.
-type MappedFS interface {
-	Mapped(name string) (data []byte, release func(), ok bool)
+// LocatedFS is implemented by built-ins embedded in the executable (plugins.BuiltinFS). Locate names the file
+// range that holds a file's bytes; ok is false when it cannot.
+type LocatedFS interface {
+	Locate(name string) (path string, offset, length int64, ok bool)
 }
 
-// builtinSource is how the plugin host gets the embedded plugin name: its bytes, sent over the pipe. Built-ins
-// in mapped memory are sent in place and their pages dropped right after, so a module's 4.5 MB never sit on
-// the controller's heap.
+// builtinSource is how the plugin host gets the embedded plugin name. A built-in the executable holds is read
+// by the host from the executable file itself, so the controller never touches the module's 4.5 MB: neither
+// its pages of the executable nor its heap hold them. Otherwise, and if the host cannot use the file, the
+// bytes are sent over the pipe.
 func (m *Manager) builtinSource(name, label, digest string) pluginhost.Module {
-	return pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Bytes: func() ([]byte, func(), error) {
-		if mapped, ok := m.builtins.(MappedFS); ok && fs.ValidPath(name) && !strings.Contains(name, "/") {
-			if wasm, release, ok := mapped.Mapped(name + ".wasm"); ok {
-				return wasm, release, nil
-			}
-		}
+	src := pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Bytes: func() ([]byte, func(), error) {
 		wasm, err := m.builtinBytes(name)
 		return wasm, func() {}, err
 	}}
+	if located, ok := m.builtins.(LocatedFS); ok && fs.ValidPath(name) && !strings.Contains(name, "/") {
+		if path, off, n, ok := located.Locate(name + ".wasm"); ok {
+			src.File = &pluginhost.File{Path: path, Offset: off, Length: n}
+		}
+	}
+	return src
 }
 
 func (m *Manager) unknownBuiltin(name string) error {
@@ -311,7 +333,8 @@ func (m *Manager) BuiltinNames() ([]string, error) {
 	return names, nil
 }
 
-// remember keeps a loaded module's metadata, so Identify's callers can show it after the module is unloaded.
+// remember keeps what a loaded module declared, so Resolve and Identify's callers have it after the module
+// is unloaded.
 func (m *Manager) remember(mod *module) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -321,7 +344,7 @@ func (m *Manager) remember(mod *module) {
 			break
 		}
 	}
-	m.meta[mod.Digest()] = mod.Metadata()
+	m.meta[mod.Digest()] = mod.declared
 }
 
 // client returns an OCI client for the pull secret, reusing clients so their token caches survive.

@@ -14,7 +14,12 @@ import (
 // host killed for another module's sake comes back empty). The controller holds no compiled code and runs
 // no guest code; every call crosses to the host (package pluginhost).
 type module struct {
-	src       pluginhost.Module
+	src pluginhost.Module
+	declared
+}
+
+// declared is what a module declared when it was loaded: its metadata and optional exports.
+type declared struct {
 	meta      abi.Metadata
 	validates bool
 	encodes   bool
@@ -29,7 +34,7 @@ func (m *Manager) loadModule(ctx context.Context, src pluginhost.Module) (*modul
 	if err != nil {
 		return nil, err
 	}
-	return &module{src: src, meta: res.Metadata, validates: res.Validates, encodes: res.Encodes}, nil
+	return &module{src: src, declared: declared{meta: res.Metadata, validates: res.Validates, encodes: res.Encodes}}, nil
 }
 
 // encodeRequest is req as the ABI's JSON.

@@ -377,12 +377,7 @@ func (p *proc) load(ctx context.Context, m Module) (LoadResult, error) {
 	case <-p.dead:
 		return LoadResult{}, &hostDied{death: p.death}
 	}
-	wasm, release, err := m.Bytes()
-	if err != nil {
-		return LoadResult{}, err
-	}
-	h, _, err := p.roundTrip(ctx, &header{Op: opLoad, Digest: m.Digest, Name: m.Name}, wasm, p.s.cfg.LoadTimeout)
-	release()
+	h, err := p.loadFrom(ctx, m)
 	if err != nil {
 		return LoadResult{}, err
 	}
@@ -402,6 +397,24 @@ func (p *proc) load(ctx context.Context, m Module) (LoadResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// loadFrom has the host load m from its file if it has one, else from the bytes sent with the request.
+func (p *proc) loadFrom(ctx context.Context, m Module) (*header, error) {
+	if m.File != nil {
+		h, _, err := p.roundTrip(ctx, &header{Op: opLoad, Digest: m.Digest, Name: m.Name, File: m.File}, nil, p.s.cfg.LoadTimeout)
+		if err != nil || h.Err == nil || h.Err.Reason != reasonFileUnusable {
+			return h, err
+		}
+		p.s.log.Info("plugin host could not load the module from its file; sending it", "plugin", m.Name, "file", m.File.Path, "reason", h.Err.Detail)
+	}
+	wasm, release, err := m.Bytes()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	h, _, err := p.roundTrip(ctx, &header{Op: opLoad, Digest: m.Digest, Name: m.Name}, wasm, p.s.cfg.LoadTimeout)
+	return h, err
 }
 
 // call runs export of m on this host, loading m first if the host does not have it.

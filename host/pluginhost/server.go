@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
@@ -151,6 +152,11 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 	ctx := context.Background()
 	switch h.Op {
 	case opLoad:
+		if h.File != nil {
+			if payload, reply.Err = readModule(h, rt.Config().MaxModuleBytes); reply.Err != nil {
+				break
+			}
+		}
 		mod, err := rt.Load(ctx, h.Name, payload)
 		if err != nil {
 			reply.Err = toWire(err)
@@ -162,6 +168,7 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 				Detail: fmt.Sprintf("module bytes have digest %s, not %s", mod.Digest(), h.Digest)}
 			break
 		}
+		returnMemory()
 		reply.Metadata, _ = json.Marshal(mod.Metadata())
 		for _, e := range []string{abi.ExportValidate, abi.ExportEncode} {
 			if mod.Implements(e) {
@@ -184,11 +191,49 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 		result = out
 	case opUnload:
 		_ = rt.Unload(ctx, h.Digest)
+		returnMemory()
 	default:
 		reply.Err = &wireError{Reason: runtime.ReasonInvalidInput, Detail: "unknown operation " + strconv.Quote(h.Op)}
 	}
 	_ = out.write(reply, result)
 }
+
+// returnMemory gives the memory a load or unload left behind back to the OS at once. A load's garbage (the
+// module's bytes as received, the snapshot read from the cache, the compiler's work) is about 14 MiB for a
+// default plugin, which the Go runtime would otherwise keep resident for minutes: the host's heap only
+// grows in bursts of loads, so the background scavenger's pace leaves it there for the host's whole life.
+// Measured on the dedicated host after loading the ubuntu plugin from the compilation cache: 22.5 MiB of
+// anonymous memory without this, 8.5 MiB with it (hack/_exp, 2026-11-27). A collection of a heap this small
+// costs well under a millisecond.
+func returnMemory() { debug.FreeOSMemory() }
+
+// readModule reads the module a load request names by file and checks its digest before anything parses it.
+// Any failure is reasonFileUnusable: the supervisor then sends the bytes instead.
+func readModule(h *header, maxBytes int) ([]byte, *wireError) {
+	unusable := func(detail string) *wireError {
+		return &wireError{Plugin: h.Name, Digest: h.Digest, Reason: reasonFileUnusable, Detail: detail}
+	}
+	if h.File.Length <= 0 || h.File.Offset < 0 || (maxBytes > 0 && h.File.Length > int64(maxBytes)) {
+		return nil, unusable(fmt.Sprintf("%d bytes at %d of %s is not a module's range", h.File.Length, h.File.Offset, h.File.Path))
+	}
+	f, err := os.Open(h.File.Path)
+	if err != nil {
+		return nil, unusable(err.Error())
+	}
+	defer func() { _ = f.Close() }()
+	wasm := make([]byte, h.File.Length)
+	if _, err := f.ReadAt(wasm, h.File.Offset); err != nil {
+		return nil, unusable(fmt.Sprintf("reading %d bytes at %d of %s: %v", h.File.Length, h.File.Offset, h.File.Path, err))
+	}
+	if d := runtime.Digest(wasm); d != h.Digest {
+		return nil, unusable(fmt.Sprintf("the %d bytes at %d of %s have digest %s, not %s", h.File.Length, h.File.Offset, h.File.Path, d, h.Digest))
+	}
+	return wasm, nil
+}
+
+// reasonFileUnusable tells the supervisor that a module named by file could not be loaded from it (unreadable,
+// or other bytes than the digest says); it sends the bytes instead. It never reaches a caller.
+const reasonFileUnusable runtime.Reason = "FileUnusable"
 
 // reasonNotLoaded tells the supervisor to send the module first; it never reaches a caller.
 const reasonNotLoaded runtime.Reason = "NotLoaded"

@@ -156,8 +156,19 @@ func hostExecutable(exe string) string {
 type Module struct {
 	Name   string
 	Digest string
+	// File, if set, is where a host can read the module itself, so the supervisor sends no bytes: a built-in
+	// module inside the controller's executable. A host that cannot read it there, or finds other bytes
+	// (the executable was replaced on disk), gets the module from Bytes.
+	File *File
 	// Bytes returns the module's bytes and a function to call once they are no longer needed.
 	Bytes func() ([]byte, func(), error)
+}
+
+// File is a range of a file that holds a module.
+type File struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+	Length int64  `json:"length"`
 }
 
 // LoadResult is what a loaded module declared.

@@ -45,6 +45,8 @@ type header struct {
 	Digest string `json:"digest,omitempty"`
 	Name   string `json:"name,omitempty"`
 	Export string `json:"export,omitempty"`
+	// File, in a load request without payload, is where the host reads the module from.
+	File *File `json:"file,omitempty"`
 	// Err is a failed operation's error.
 	Err *wireError `json:"err,omitempty"`
 	// Load replies.
