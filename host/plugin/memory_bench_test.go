@@ -2,6 +2,10 @@ package plugin
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -16,6 +20,9 @@ import (
 //	go test -run '^$' -bench 'BuiltinMemory/identify$' -benchtime 1x ./host/plugin
 //	go test -run '^$' -bench 'BuiltinMemory/identify-render-one$' -benchtime 1x ./host/plugin
 //	go test -run '^$' -bench 'BuiltinMemory/load-all$' -benchtime 1x ./host/plugin
+//
+// The plugin host is this test binary (no osm-plugin-host lies beside it), so its figures include the test's
+// libraries: compare them between runs, not with the dedicated host's in production.
 //
 // identify is what the default profiles cost now (status and hashes of all six); identify-render-one adds
 // one MachineDeployment's render; load-all is what resolving the six default profiles cost before, when
@@ -62,8 +69,30 @@ func BenchmarkBuiltinMemory(b *testing.B) {
 				b.ReportMetric(float64(int64(heap1)-int64(heap0))/(1<<20), "heap-delta-MiB")
 				b.ReportMetric(float64(rss1)/(1<<20), "RSS-MiB")
 				b.ReportMetric(float64(m.Loaded()), "loaded")
+				var hostHWM, hostRSS uint64
+				for _, pid := range m.HostPIDs() {
+					hostHWM += procStatusBytes(b, pid, "VmHWM:")
+					hostRSS += procStatusBytes(b, pid, "VmRSS:")
+				}
+				b.ReportMetric(float64(hostHWM)/(1<<20), "host-HWM-MiB")
+				b.ReportMetric(float64(hostRSS)/(1<<20), "host-RSS-MiB")
 				_ = m.Close(context.Background())
 			}
 		})
 	}
+}
+
+// procStatusBytes reads a field of /proc/<pid>/status given in kB (VmHWM:, VmRSS:), in bytes.
+func procStatusBytes(t testing.TB, pid int, key string) uint64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }

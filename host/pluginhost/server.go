@@ -68,6 +68,9 @@ func hostMain(cfgJSON string) int {
 		fmt.Fprintln(os.Stderr, "plugin host:", err)
 		return 2
 	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(hostGCPercent)
+	}
 	// A CPU profile of the host, for diagnosis: the controller's own -pprof-address does not see this process.
 	if path := os.Getenv(envCPUProfile); path != "" {
 		if f, err := os.Create(path); err == nil {
@@ -82,6 +85,13 @@ func hostMain(cfgJSON string) int {
 	}
 	return 0
 }
+
+// hostGCPercent is the host's GOGC unless the environment sets one. A load's garbage comes in one burst on a
+// small heap, so the collector's goal decides the host's peak: loading the ubuntu plugin from the compilation
+// cache and rendering peaked at 55.6 MiB resident with GOGC=100 and 47.0 MiB with 50 (medians of 2,
+// BenchmarkBuiltinMemory/identify-render-one in host/plugin, host-HWM-MiB, 2026-11-27); 25 and 10 gained
+// nothing more. The heap is small, so the extra collections cost little.
+const hostGCPercent = 50
 
 // confine applies the OS bounds a host sets on itself before it reads its first module: its address space,
 // and the kernel's choice of victim when the pod's cgroup runs out of memory (the host, not the controller).
@@ -199,12 +209,12 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 }
 
 // returnMemory gives the memory a load or unload left behind back to the OS at once. A load's garbage (the
-// module's bytes as received, the snapshot read from the cache, the compiler's work) is about 14 MiB for a
-// default plugin, which the Go runtime would otherwise keep resident for minutes: the host's heap only
-// grows in bursts of loads, so the background scavenger's pace leaves it there for the host's whole life.
-// Measured on the dedicated host after loading the ubuntu plugin from the compilation cache: 22.5 MiB of
-// anonymous memory without this, 8.5 MiB with it (hack/_exp, 2026-11-27). A collection of a heap this small
-// costs well under a millisecond.
+// module's bytes as received, the snapshot read from the cache, wazero's decoding) is about 20 MB for a
+// default plugin, which the Go runtime would otherwise keep resident for minutes: the host's heap only grows
+// in bursts of loads, so the background scavenger's pace leaves it there for the host's whole life. After
+// loading and rendering the ubuntu plugin the host held 46 MiB without this and 41 MiB with it
+// (BenchmarkBuiltinMemory/identify-render-one in host/plugin, host-RSS-MiB, 2026-11-27). A collection of a
+// heap this small costs well under a millisecond.
 func returnMemory() { debug.FreeOSMemory() }
 
 // readModule reads the module a load request names by file and checks its digest before anything parses it.
