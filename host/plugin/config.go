@@ -18,12 +18,13 @@ const (
 	// instance); eight of them fit the controller's 1 GiB limit next to its caches, and cover the six built-ins.
 	DefaultMaxLoadedModules = 8
 	// DefaultIdleTimeout unloads a module no call used for this long. Calls the output memo answers never use
-	// the module, so it serves only configurations not seen before: once a burst of them ends, its machine
-	// code (~18 MiB per default plugin) is memory the host holds for nothing, and five OSes rendered one after
-	// the other kept 92 MiB of it resident through a start of 500 MachineDeployments (make bench-compare,
-	// OSM_BENCH_OS with five OSes, 2026-11-27). Loading a module again from the compilation cache costs
-	// 40-90 ms of the host's CPU.
-	DefaultIdleTimeout = 2 * time.Second
+	// the module, so it serves only configurations not seen before, which come in bursts milliseconds apart:
+	// once a burst ends, its machine code (~18 MiB per default plugin) is memory the host holds for nothing.
+	// With 10 minutes, five OSes rendered one after the other kept 92 MiB of it resident through a start of
+	// 500 MachineDeployments; with 2 s, 55 MiB; with 500 ms, 18 MiB (make bench-compare, OSM_BENCH_OS with
+	// five OSes, 2026-11-27). Loading a module again from the compilation cache costs 40-90 ms of the host's
+	// CPU.
+	DefaultIdleTimeout = 500 * time.Millisecond
 	// DefaultPullTimeout bounds one pull of a plugin image, every byte included.
 	DefaultPullTimeout = 60 * time.Second
 	// DefaultMaxConcurrentPulls bounds pulls running at once; more wait their turn.

@@ -68,12 +68,14 @@ const (
 	probationIdle = 30 * time.Second
 	// DefaultIdleTimeout stops the main host once no operation has used it for this long. Renders that the
 	// output memo answers never reach the host, so after a burst of new configurations it has nothing to do,
-	// and a host holds 50 MiB and more (compiled machine code: ~18 MiB per default plugin). The next
+	// and a host holds 40 MiB and more (compiled machine code: ~18 MiB per default plugin). The next
 	// operation starts a new one, which loads its modules from the compilation cache: a render that starts
-	// a host took 110–210 ms in make bench-compare at N=1. Short, because a start of 500 alike
-	// MachineDeployments needs the host for its first render only, while the controller's own memory peaks
-	// seconds later.
-	DefaultIdleTimeout = 2 * time.Second
+	// a host took 110–210 ms in make bench-compare at N=1. Short, because the renders of a burst come
+	// milliseconds apart, while the controller's own memory peaks at the end of the burst: with 500 ms
+	// instead of 2 s (and plugin.DefaultIdleTimeout likewise), a start of 500 MachineDeployments peaked at
+	// 110 instead of 113 MiB with one OS and at 126 instead of 173 MiB with five (make bench-compare,
+	// 2026-11-27).
+	DefaultIdleTimeout = 500 * time.Millisecond
 )
 
 // Config configures a Supervisor.
