@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/osmhq/osm/host/oci"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -215,36 +216,55 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 }
 
 // TestRememberedRendersStartNoHost: once the module was unloaded and the plugin host stopped for idleness, a
-// reconcile that resolves the plugin again and renders what the output memo remembers starts no host, so
-// none of the module's machine code comes back into memory; a render the memo has not seen starts one.
+// reconcile that resolves the plugin again and renders what the output memo remembers starts no host (and
+// pulls nothing again), so none of the module's machine code comes back into memory; a render the memo has
+// not seen starts one. Built-in and image plugins alike.
 func TestRememberedRendersStartNoHost(t *testing.T) {
-	m, _, _ := newManager(t, Config{IdleTimeout: 100 * time.Millisecond, Host: HostConfig{IdleTimeout: 200 * time.Millisecond}}, builtinFS(testPlugin(t, "healthy")))
-	ctx := context.Background()
-	p, err := m.Resolve(ctx, Reference{Builtin: "healthy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.Render(ctx, renderRequest()); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 20*time.Second, "the idle module to be unloaded and the idle host to stop", func() bool { return m.Loaded() == 0 && len(m.HostPIDs()) == 0 })
+	healthy := testPlugin(t, "healthy")
+	host, _ := testRegistry(t, nil)
+	image := push(t, oci.Options{}, host+"/osm/healthy:1", healthy).Reference
+	for name, ref := range map[string]Reference{"builtin": {Builtin: "healthy"}, "image": {Image: image}} {
+		t.Run(name, func(t *testing.T) {
+			// The image's pull goes to a cache of its own, as in TestPullSecretIsolation: pulled into the
+			// shared one, it would answer TestSlowRegistry's pull of the same module at once.
+			cache := sharedCache(t)
+			if ref.Image != "" {
+				cache = t.TempDir()
+			}
+			m, _, _ := newManager(t, Config{CacheDir: cache, IdleTimeout: 100 * time.Millisecond, Registry: RegistryConfig{PlainHTTP: true},
+				Host: HostConfig{IdleTimeout: 200 * time.Millisecond}}, builtinFS(healthy))
+			ctx := WaitForPulls(context.Background())
+			p, err := m.Resolve(ctx, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Render(ctx, renderRequest()); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, "the idle module to be unloaded and the idle host to stop", func() bool { return m.Loaded() == 0 && len(m.HostPIDs()) == 0 })
+			pulls := testutil.ToFloat64(m.metrics.cacheHits.WithLabelValues("oci"))
 
-	again, err := m.Resolve(ctx, Reference{Builtin: "healthy"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := again.Render(ctx, renderRequest()); err != nil {
-		t.Fatal(err)
-	}
-	if pids := m.HostPIDs(); len(pids) != 0 {
-		t.Fatalf("plugin hosts %v after a resolution and a remembered render, want none", pids)
-	}
-	other := renderRequest()
-	other.Context.MachineDeployment.Name = "other"
-	if _, err := again.Render(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	if pids := m.HostPIDs(); len(pids) != 1 {
-		t.Fatalf("plugin hosts %v after a render the memo has not seen, want one", pids)
+			again, err := m.Resolve(ctx, ref)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := again.Render(ctx, renderRequest()); err != nil {
+				t.Fatal(err)
+			}
+			if pids := m.HostPIDs(); len(pids) != 0 {
+				t.Fatalf("plugin hosts %v after a resolution and a remembered render, want none", pids)
+			}
+			if got := testutil.ToFloat64(m.metrics.cacheHits.WithLabelValues("oci")); got != pulls {
+				t.Errorf("the resolution pulled the image again (%v pulls from the cache, were %v)", got, pulls)
+			}
+			other := renderRequest()
+			other.Context.MachineDeployment.Name = "other"
+			if _, err := again.Render(ctx, other); err != nil {
+				t.Fatal(err)
+			}
+			if pids := m.HostPIDs(); len(pids) != 1 {
+				t.Fatalf("plugin hosts %v after a render the memo has not seen, want one", pids)
+			}
+		})
 	}
 }

@@ -180,7 +180,10 @@ func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
 		return nil, err
 	}
 	p := &Plugin{Source: source, m: m, ref: ref, owner: new(byte)}
-	d, known := m.declaredBy(source.ModuleDigest)
+	if p.Source.ModuleDigest == "" && ref.Image != "" {
+		p.Source.ModuleDigest = m.pulledDigest(ref)
+	}
+	d, known := m.declaredBy(p.Source.ModuleDigest)
 	if !known {
 		mod, release, err := p.acquire(ctx)
 		if err != nil {
@@ -198,6 +201,13 @@ func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
 		return nil, fmt.Errorf("plugin %s: %w", ref, err)
 	}
 	return p, nil
+}
+
+// pulledDigest returns the module digest of an image this Manager pulled with ref's credentials, or "".
+func (m *Manager) pulledDigest(ref Reference) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pulls.pulled[pullKey{image: ref.Image, creds: sha256.Sum256(ref.PullSecret)}]
 }
 
 // declaredBy returns what the module with the digest declared when it was last loaded, unless loading it
