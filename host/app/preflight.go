@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 )
 
@@ -134,16 +135,22 @@ func Preflight(ctx context.Context, o PreflightOptions) ([]Problem, error) {
 		cfg := rest.CopyConfig(c.cfg)
 		// Some forty reviews at once; client-go's default limit would spread them over seconds.
 		cfg.QPS, cfg.Burst = 200, 200
-		cs, err := kubernetes.NewForConfig(cfg)
+		// The two clients the check uses, not a whole clientset: building one constructs a client for every
+		// API group, code the controller never runs again but whose pages of the executable then stay resident.
+		disco, err := discovery.NewDiscoveryClientForConfig(cfg)
 		if err != nil {
 			return nil, err
 		}
-		p, err := missingKinds(cs.Discovery(), c.name, c.kinds)
+		authz, err := authorizationv1client.NewForConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		p, err := missingKinds(disco, c.name, c.kinds)
 		if err != nil {
 			return nil, err
 		}
 		problems = append(problems, p...)
-		p, err = missingAccess(ctx, cs, c.name, c.access, o.Namespace, o.UserDataNamespace)
+		p, err = missingAccess(ctx, authz, c.name, c.access, o.Namespace, o.UserDataNamespace)
 		if err != nil {
 			return nil, err
 		}
@@ -203,7 +210,7 @@ func isNotFound(err error) bool {
 
 // missingAccess asks the API server, with one SelfSubjectAccessReview per verb, what the controller may not do,
 // and groups the refusals by resource.
-func missingAccess(ctx context.Context, cs kubernetes.Interface, cluster string, want []access, namespace, userData string) ([]Problem, error) {
+func missingAccess(ctx context.Context, authz authorizationv1client.AuthorizationV1Interface, cluster string, want []access, namespace, userData string) ([]Problem, error) {
 	type job struct {
 		a    access
 		verb string
@@ -230,7 +237,7 @@ func missingAccess(ctx context.Context, cs kubernetes.Interface, cluster string,
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			r, err := authz.SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
 				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 					Namespace: j.a.namespace, Verb: j.verb, Group: j.a.group, Resource: j.a.resource, Subresource: j.a.subresource, Name: j.a.name,
 				}},
@@ -311,7 +318,7 @@ const PreflightEventReason = "ControllerCannotRun"
 // announce records perr as a Warning event on up to 100 MachineDeployments that name a profile, and returns
 // how many it recorded.
 func announce(ctx context.Context, cfg *rest.Config, perr *PreflightError) int {
-	cs, err := kubernetes.NewForConfig(cfg)
+	core, err := corev1client.NewForConfig(cfg)
 	if err != nil {
 		return 0
 	}
@@ -348,7 +355,7 @@ func announce(ctx context.Context, cfg *rest.Config, perr *PreflightError) int {
 			Source:         corev1.EventSource{Component: "operating-system-manager"},
 			FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		}
-		if _, err := cs.CoreV1().Events(md.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{}); err == nil {
+		if _, err := core.Events(md.GetNamespace()).Create(ctx, ev, metav1.CreateOptions{}); err == nil {
 			n++
 		}
 	}
