@@ -351,15 +351,7 @@ func (f *fixture) gauge(name string, want float64) {
 
 func (f *fixture) eventually(what string, check func() error) {
 	f.t.Helper()
-	deadline := time.Now().Add(wait)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = check(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	f.t.Fatalf("%s: still failing after %s: %v", what, wait, err)
+	testenv.Eventually(f.t, wait, what, check)
 }
 
 // TestRolloutQueue: with a budget of one, drifted MachineDeployments under the rollout policy (their own or
