@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // sample is one series of a Prometheus text exposition.
@@ -320,7 +323,7 @@ func sampleRSS(pid int, start time.Time) *rssSampler {
 				return
 			case <-t.C:
 			}
-			tree := append([]int{pid}, descendants(pid)...)
+			tree := ownMemory(append([]int{pid}, descendants(pid)...))
 			rss := 0
 			for _, p := range tree {
 				rss += procStatus(p, "VmRSS")
@@ -343,6 +346,29 @@ func sampleRSS(pid int, start time.Time) *rssSampler {
 		}
 	}()
 	return s
+}
+
+// ownMemory drops from a process tree every process that shares its address space with one listed before it.
+// Go starts a process with clone(CLONE_VM|CLONE_VFORK): until the child execs, it runs in its parent's memory,
+// and /proc reports that memory as the child's VmRSS too. A sample taken then counted the controller twice (a
+// 90 MiB peak at N=1, 67 MiB of it "binary", against 86 MiB in the runs beside it).
+func ownMemory(tree []int) []int {
+	var out []int
+	for _, p := range tree {
+		if !slices.ContainsFunc(out, func(q int) bool { return sameMemory(p, q) }) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// kcmpVM is kcmp(2)'s KCMP_VM: do two processes share one address space.
+const kcmpVM = 1
+
+// sameMemory reports whether processes a and b share one address space.
+func sameMemory(a, b int) bool {
+	r, _, errno := unix.Syscall6(unix.SYS_KCMP, uintptr(a), uintptr(b), kcmpVM, 0, 0, 0)
+	return errno == 0 && r == 0
 }
 
 func (m memSplit) plus(o memSplit) memSplit {
