@@ -108,7 +108,6 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              "operating-system-manager",
 		LeaderElectionNamespace:       o.Settings.Namespace,
 		LeaderElectionReleaseOnCancel: true,
-		MapperProvider:                newRememberingMapper,
 	}
 	if o.PprofAddress != "" {
 		enableContentionProfiles()
@@ -134,7 +133,6 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 			co.Scheme = scheme.Scheme
 			co.Logger = o.Logger.WithName("worker")
 			co.Cache = workerCacheOptions(o.Settings.CloudInitSettingsNamespace)
-			co.MapperProvider = newRememberingMapper
 		})
 		if err != nil {
 			return nil, fmt.Errorf("connecting to the worker cluster: %w", err)
