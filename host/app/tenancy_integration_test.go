@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -95,8 +96,10 @@ func noUserDataOf(t *testing.T, c client.Client, md *clusterv1alpha1.MachineDepl
 //     stage's limit, naming an extension, instead of building 100 MB of user-data;
 //
 // and the cases that must keep working: a profile of the controller's namespace used from any namespace (with
-// its secret), a profile with secrets used from its own namespace, and one whose spec.allowedNamespaces lists
-// the MachineDeployment's namespace.
+// its secret), a profile with secrets used from its own namespace, one whose spec.allowedNamespaces lists
+// the MachineDeployment's namespace, and, once that profile stops listing it, scaling and deleting the
+// MachineDeployment (admission refused both, and the controller's finalizer patch, before it checked only
+// new references).
 func TestTenancy(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
@@ -186,6 +189,45 @@ func TestTenancy(t *testing.T) {
 		if got := userDataFiles(t, prov)["/etc/osm/regcode"]; got != "code="+regcodeA+"\n" {
 			t.Errorf("/etc/osm/regcode = %q", got)
 		}
+	})
+
+	t.Run("a profile that stops allowing a namespace: its MachineDeployments report it, scale and delete", func(t *testing.T) {
+		osp := inNamespace(regcodeOSP("osp-a-revoked", "cloud-init", "sles"), tenantA)
+		osp.Spec.AllowedNamespaces = []string{tenantC}
+		if err := c.Create(ctx, osp); err != nil {
+			t.Fatal(err)
+		}
+		md := tenantMD(t, tenantC, "revoked", "osp-a-revoked", tenantA)
+		if err := c.Create(ctx, md); err != nil {
+			t.Fatal(err)
+		}
+		waitForSecret(t, c, provisioningOf(md), "1")
+		// tenant-a's owner takes tenant-c off the list.
+		if err := c.Get(ctx, client.ObjectKeyFromObject(osp), osp); err != nil {
+			t.Fatal(err)
+		}
+		osp.Spec.AllowedNamespaces, osp.Spec.Version = nil, "v1.0.1"
+		if err := c.Update(ctx, osp); err != nil {
+			t.Fatal(err)
+		}
+		waitForCondition(t, c, md, osmv1alpha1.ReasonProfileNotAllowed, "may not be used from namespace tenant-c")
+		// Admission guards the choice of a profile; an update that keeps the reference passes: scaling, and
+		// the controller's removal of its finalizer when the MachineDeployment is deleted.
+		eventually(t, wait, "scaling tenant-c/revoked", func() error {
+			got := &clusterv1alpha1.MachineDeployment{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(md), got); err != nil {
+				return err
+			}
+			got.Spec.Replicas = ptrTo[int32](3)
+			if err := c.Update(ctx, got); err != nil {
+				if apierrors.IsConflict(err) {
+					return err
+				}
+				t.Fatalf("scaling a MachineDeployment whose profile stopped allowing its namespace: %v", err)
+			}
+			return nil
+		})
+		isoDelete(t, c, md)
 	})
 
 	t.Run("attack: an extension and a template read the plugin secret", func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,6 +77,9 @@ type death struct {
 	// culprits are the operations the host was killed for, or the only one in flight when it died. Empty
 	// means nobody in particular: a crash or the memory watchdog with several operations in flight.
 	culprits map[uint64]bool
+	// suspects, when the host was killed for time with no culprit, are the operations that may have caused
+	// it: they run again alone on probation, and the others in flight on a fresh host.
+	suspects map[uint64]bool
 }
 
 // startProc starts a host process from the supervisor's executable.
@@ -222,18 +226,11 @@ func (p *proc) watch() {
 			return
 		case now := <-t.C:
 			p.mu.Lock()
-			late := map[uint64]bool{}
-			var what []string
-			for id, pd := range p.pending {
-				if now.After(pd.deadline) {
-					late[id] = true
-					what = append(what, pd.what)
-				}
-			}
+			d := p.overdue(now)
 			n := len(p.pending)
 			p.mu.Unlock()
-			if len(late) > 0 {
-				p.kill(&death{cause: "ran past its deadline (" + strings.Join(what, ", ") + "); the plugin host was killed", reason: runtime.ReasonTimeout, culprits: late})
+			if d != nil {
+				p.kill(d)
 				return
 			}
 			if max := p.s.cfg.MaxRSS; max > 0 && n > 0 {
@@ -244,6 +241,36 @@ func (p *proc) watch() {
 			}
 		}
 	}
+}
+
+// overdue returns the death of a host with an operation past its deadline, or nil. Lateness alone does not
+// prove guilt: guest machine code cannot be preempted, so calls that spin on every thread of the host starve
+// the others, which then overrun too. Every operation within a grace of its deadline is suspect; when the
+// suspects are all one module's, the late ones are its culprits, and when they span several modules nobody
+// is blamed yet: each suspect runs again alone on probation, where overrunning is its own doing. Called
+// with p.mu held.
+func (p *proc) overdue(now time.Time) *death {
+	late, suspects, modules := map[uint64]bool{}, map[uint64]bool{}, map[string]bool{}
+	var what []string
+	for id, pd := range p.pending {
+		if now.After(pd.deadline) {
+			late[id] = true
+			what = append(what, pd.what)
+		}
+		if now.After(pd.deadline.Add(-p.s.cfg.Grace)) {
+			suspects[id] = true
+			modules[pd.digest] = true
+		}
+	}
+	if len(late) == 0 {
+		return nil
+	}
+	slices.Sort(what)
+	d := &death{cause: "ran past its deadline (" + strings.Join(what, ", ") + "); the plugin host was killed", reason: runtime.ReasonTimeout, culprits: late}
+	if len(modules) > 1 {
+		d.culprits, d.suspects = map[uint64]bool{}, suspects
+	}
+	return d
 }
 
 // kill ends the host with SIGKILL, recording why first.
@@ -292,6 +319,7 @@ func soleCulprit(pending map[uint64]*pending) map[uint64]bool {
 type hostDied struct {
 	death   *death
 	culprit bool
+	suspect bool
 }
 
 func (e *hostDied) Error() string { return e.death.cause }
@@ -338,7 +366,7 @@ func (p *proc) diedFor(id uint64) error {
 	defer p.mu.Unlock()
 	d := p.death
 	delete(p.pending, id)
-	return &hostDied{death: d, culprit: d.culprits[id]}
+	return &hostDied{death: d, culprit: d.culprits[id], suspect: d.suspects[id]}
 }
 
 // ensureLoaded loads m into this host once; concurrent callers wait for the first.

@@ -13,7 +13,9 @@
 //     capped with RLIMIT_AS, and it offers itself to the kernel's OOM killer first (oom_score_adj 1000).
 //   - blame: an operation past its deadline, or the only one in flight when the host died, is the culprit and
 //     fails with a reason. The others in flight are retried: on a fresh host when the culprit is known, and
-//     otherwise one at a time on a probation host, where a second death names the culprit for sure.
+//     otherwise one at a time on a probation host, where a second death names the culprit for sure. Guest
+//     machine code holds its thread until it returns, so a few spinning calls starve the rest of the host:
+//     when operations of several modules overrun together, they all go to probation (proc.overdue).
 //   - repetition: a module that kills its host twice within QuarantineWindow is quarantined by digest, its
 //     calls failing at once for a while that doubles each time, so it cannot keep the host down for others.
 //
@@ -352,7 +354,11 @@ func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*pr
 			return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: ReasonHostCrashed, Detail: hd.death.cause}
 		case hd.culprit:
 			return s.blame(m, what, hd.death)
-		case len(hd.death.culprits) > 0 && attempt < maxRetries:
+		case hd.suspect:
+			// It overran beside another module's operation: alone, overrunning is its own doing.
+			s.metrics.retries.Inc()
+			return s.onProbation(ctx, m, what, op)
+		case len(hd.death.culprits)+len(hd.death.suspects) > 0 && attempt < maxRetries:
 			// Another operation was to blame; this one runs again on a fresh host.
 			s.metrics.retries.Inc()
 			continue

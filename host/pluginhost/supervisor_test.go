@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,48 @@ func TestHostileCallsAreKilled(t *testing.T) {
 				t.Errorf("next call: %v", err)
 			}
 		})
+	}
+}
+
+// TestStarvedCallsAreNotBlamed: guest machine code holds its thread until it returns, so calls that spin on
+// every thread of the host starve a benign call sent beside them, which overruns its deadline as well. It is
+// not blamed for it: it runs again alone on probation and succeeds, while the spinning calls, alone there
+// too, fail with Timeout.
+func TestStarvedCallsAreNotBlamed(t *testing.T) {
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.NoInterrupt = true })
+	ctx := context.Background()
+	hostile := module("spin", handwasm.Plugin(nil, handwasm.Spin, 1))
+	benign := module("benign", handwasm.Plugin(nil, nil, 1))
+	for _, m := range []pluginhost.Module{hostile, benign} {
+		if _, err := s.Load(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spinners := goruntime.NumCPU()
+	errs := make([]error, spinners+1)
+	var wg sync.WaitGroup
+	for i := range errs {
+		m := hostile
+		if i == spinners {
+			// Sent a moment after the spinners, so that its deadline falls within the same watch tick as
+			// theirs, or just after.
+			time.Sleep(5 * time.Millisecond)
+			m = benign
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.Call(ctx, m, abi.ExportRender, nil)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs[:spinners] {
+		if reasonOf(err) != runtime.ReasonTimeout {
+			t.Errorf("spinning call %d: %v, want Timeout", i, err)
+		}
+	}
+	if err := errs[spinners]; err != nil {
+		t.Errorf("the starved benign call failed: %v", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -209,10 +210,17 @@ func (d MachineDeploymentDefaulter) Default(ctx context.Context, md *clusterv1al
 // namespace than its own and the controller's, when the profile there exists and does not allow the
 // MachineDeployment's namespace. A profile that does not exist yet is left to the controller, which reports
 // ProfileNotFound and, once it exists, ProfileNotAllowed unless it allows the namespace.
+//
+// Only a new reference is checked: an update that keeps the profile reference passes. What admission guards
+// is the choice of a profile; once a MachineDeployment holds a reference, the controller checks it at every
+// reconcile and reports ProfileNotAllowed. Checking it again here refused the controller's own finalizer
+// patch on a MachineDeployment created before its profile (so its status was never written), and would
+// refuse scaling, and the finalizer's removal on deletion, of every MachineDeployment whose profile has
+// since stopped allowing its namespace.
 func (d MachineDeploymentDefaulter) checkTenancy(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
 	name := md.Annotations[clusterv1alpha1.AnnotationOSP]
 	ns := md.Annotations[clusterv1alpha1.AnnotationOSPNamespace]
-	if d.Profiles == nil || name == "" || ns == "" || ns == md.Namespace || ns == d.Namespace {
+	if d.Profiles == nil || name == "" || ns == "" || ns == md.Namespace || ns == d.Namespace || keepsReference(ctx, name, ns) {
 		return nil
 	}
 	osp := &osmv1alpha1.OperatingSystemProfile{}
@@ -227,6 +235,25 @@ func (d MachineDeploymentDefaulter) checkTenancy(ctx context.Context, md *cluste
 			fmt.Errorf("annotation %s: %w (reason %s)", clusterv1alpha1.AnnotationOSPNamespace, errors.Unwrap(err), osmv1alpha1.ReasonProfileNotAllowed))
 	}
 	return nil
+}
+
+// keepsReference reports whether the admission request in ctx is an update of a MachineDeployment that named
+// profile ns/name before it.
+func keepsReference(ctx context.Context, name, ns string) bool {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil || req.Operation != admissionv1.Update {
+		return false
+	}
+	var old struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+		return false
+	}
+	a := old.Metadata.Annotations
+	return a[clusterv1alpha1.AnnotationOSP] == name && a[clusterv1alpha1.AnnotationOSPNamespace] == ns
 }
 
 func invalid(kind schema.GroupKind, name string, errs field.ErrorList) error {

@@ -3,6 +3,7 @@ package osc_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"sync/atomic"
@@ -338,5 +339,45 @@ func TestAReconcileOnAStaleCacheWritesNothing(t *testing.T) {
 	}
 	if got := versions(); !maps.Equal(got, want) {
 		t.Errorf("a reconcile on a stale cache changed what the first one wrote (res %+v):\n got %v\nwant %v", res, got, want)
+	}
+}
+
+// refusedPatches refuses every patch of a MachineDeployment while refuse is set, as an admission webhook
+// refused OSM's finalizer patch.
+type refusedPatches struct {
+	client.Client
+	refuse *atomic.Bool
+}
+
+func (r refusedPatches) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if _, ok := obj.(*clusterv1alpha1.MachineDeployment); ok && r.refuse.Load() {
+		return apierrors.NewForbidden(clusterv1alpha1.GroupVersion.WithResource("machinedeployments").GroupResource(), obj.GetName(), errors.New("refused by a webhook"))
+	}
+	return r.Client.Patch(ctx, obj, patch, opts...)
+}
+
+// TestAFailureThatCannotBeReportedIsRetried: a MachineDeployment naming a profile that does not exist stalls
+// until a watched object changes, but why it stalls must reach its placeholder OSC. When writing that fails
+// (the finalizer patch before it is refused), the reconcile returns the error, so controller-runtime tries
+// again with backoff; it used to return nothing and wait for a change that might never come, with no OSC.
+func TestAFailureThatCannotBeReportedIsRetried(t *testing.T) {
+	ctx, c, _, r, md := finalizerFixture(t, "osp-missing")
+	refuse := &atomic.Bool{}
+	refuse.Store(true)
+	r.Worker, r.MgmtAPIReader = refusedPatches{Client: c, refuse: refuse}, c
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
+	if res, err := r.Reconcile(ctx, req); err == nil {
+		t.Fatalf("reconcile whose report failed: %+v, no error; want one, to be retried", res)
+	}
+	refuse.Store(false)
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	got := &osmv1alpha1.OperatingSystemConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "osm", Name: render.OSCName(md)}, got); err != nil {
+		t.Fatal(err)
+	}
+	if ready := meta.FindStatusCondition(got.Status.Conditions, osmv1alpha1.ConditionReady); ready == nil || ready.Reason != osmv1alpha1.ReasonProfileNotFound {
+		t.Errorf("Ready condition %+v, want reason %s", ready, osmv1alpha1.ReasonProfileNotFound)
 	}
 }

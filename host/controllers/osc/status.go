@@ -49,6 +49,12 @@ func (r *Reconciler) report(ctx context.Context, st *state, reconcileErr error) 
 	if f.Action != failure.Backoff {
 		logr.FromContextOrDiscard(ctx).Info("configuration cannot be rendered", "reason", f.Reason, "then", f.Action.String(), "error", f.Err.Error())
 	}
+	if werr != nil && f.Action == failure.Stall {
+		// A stall waits for a change to a watched object, which may never come: without a retry the failure
+		// would never reach the OSC's status, where operators look.
+		logr.FromContextOrDiscard(ctx).Error(werr, "reporting the failure", "reason", f.Reason)
+		return ctrl.Result{}, werr
+	}
 	return r.policy().Result(reconcileErr)
 }
 
