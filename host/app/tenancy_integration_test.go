@@ -191,7 +191,7 @@ func TestTenancy(t *testing.T) {
 		}
 	})
 
-	t.Run("a profile that stops allowing a namespace: its MachineDeployments report it, scale and delete", func(t *testing.T) {
+	t.Run("a profile that stops allowing a namespace: its MachineDeployments lose their user-data, report it, scale and delete", func(t *testing.T) {
 		osp := inNamespace(regcodeOSP("osp-a-revoked", "cloud-init", "sles"), tenantA)
 		osp.Spec.AllowedNamespaces = []string{tenantC}
 		if err := c.Create(ctx, osp); err != nil {
@@ -211,6 +211,8 @@ func TestTenancy(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitForCondition(t, c, md, osmv1alpha1.ReasonProfileNotAllowed, "may not be used from namespace tenant-c")
+		// The user-data it rendered, which holds tenant-a's secret, is withdrawn.
+		noUserDataOf(t, c, md)
 		// Admission guards the choice of a profile; an update that keeps the reference passes: scaling, and
 		// the controller's removal of its finalizer when the MachineDeployment is deleted.
 		eventually(t, wait, "scaling tenant-c/revoked", func() error {

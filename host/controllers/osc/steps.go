@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -43,6 +44,12 @@ func (r *Reconciler) loadProfile(ctx context.Context, st *state) error {
 	// Nothing of a profile that does not — its plugin secrets, pull secret, extensions — is read or rendered.
 	if err := render.ProfileAllowed(st.osp, st.md.Namespace, r.Settings.Namespace); err != nil {
 		st.osp = nil
+		// What it rendered while the profile allowed it is withdrawn; without the finalizer nothing was.
+		if controllerutil.ContainsFinalizer(st.md, Finalizer) {
+			if werr := r.withdrawUserData(ctx, st.md); werr != nil {
+				return fmt.Errorf("withdrawing the user-data of a profile that no longer allows namespace %s: %w", st.md.Namespace, werr)
+			}
+		}
 		return failure.Stalled(osmv1alpha1.ReasonProfileNotAllowed, err)
 	}
 	var err error
