@@ -54,6 +54,11 @@ type pending struct {
 	what     string // "osm_render", "load", ...
 	deadline time.Time
 	reply    chan reply
+	// A call's thread in the host, its CPU time when the call started there, and when the supervisor heard
+	// of it (the "running" event); thread is 0 until then.
+	thread    int
+	cpu       int64
+	runningAt time.Time
 }
 
 type reply struct {
@@ -146,7 +151,9 @@ func (p *proc) read(stdout io.Reader) {
 			p.ready = true
 			p.mu.Unlock()
 		case opEvent:
-			if h.Event != nil {
+			if h.Event != nil && h.Event.Kind == "running" {
+				p.running(h.ID, h.Event)
+			} else if h.Event != nil {
 				p.progress(h.Event)
 				h.Event.dispatch(p.s.cfg.Hooks)
 			}
@@ -215,6 +222,15 @@ func (p *proc) progress(e *wireEvent) {
 	}
 }
 
+// running records where a call started in the host.
+func (p *proc) running(id uint64, e *wireEvent) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if pd := p.pending[id]; pd != nil {
+		pd.thread, pd.cpu, pd.runningAt = e.Thread, e.CPU, time.Now()
+	}
+}
+
 // watch enforces deadlines and the memory bound from outside the host: nothing the guest does inside can
 // stop a SIGKILL.
 func (p *proc) watch() {
@@ -243,34 +259,71 @@ func (p *proc) watch() {
 	}
 }
 
-// overdue returns the death of a host with an operation past its deadline, or nil. Lateness alone does not
-// prove guilt: guest machine code cannot be preempted, so calls that spin on every thread of the host starve
-// the others, which then overrun too. Every operation within a grace of its deadline is suspect; when the
-// suspects are all one module's, the late ones are its culprits, and when they span several modules nobody
-// is blamed yet: each suspect runs again alone on probation, where overrunning is its own doing. Called
-// with p.mu held.
+// overdue returns the death of a host with an operation past its deadline, or nil, and whom it blames.
+// Lateness alone does not prove guilt: guest machine code cannot be preempted, so calls that spin on every
+// thread of the host starve the others, which then overrun too. Every operation within a grace of its
+// deadline is suspect, and the operating system's accounting sorts them (spent):
+//
+//   - a call whose thread ran for at least a quarter of the time since it started spun: it is a culprit;
+//   - a call that never started, or (when there are culprits) one that barely ran, was starved: it runs again
+//     on a fresh host;
+//   - otherwise (no call spun: loads, whose CPU is not followed, and calls that waited) the late ones are
+//     culprits when the suspects are all one module's, and when they span several nobody is blamed yet: each
+//     runs again alone on probation, where overrunning is its own doing.
+//
+// Called with p.mu held.
 func (p *proc) overdue(now time.Time) *death {
-	late, suspects, modules := map[uint64]bool{}, map[uint64]bool{}, map[string]bool{}
+	hot, ran, lateRan, modules := map[uint64]bool{}, map[uint64]bool{}, map[uint64]bool{}, map[string]bool{}
 	var what []string
 	for id, pd := range p.pending {
-		if now.After(pd.deadline) {
-			late[id] = true
+		late := now.After(pd.deadline)
+		if late {
 			what = append(what, pd.what)
 		}
-		if now.After(pd.deadline.Add(-p.s.cfg.Grace)) {
-			suspects[id] = true
-			modules[pd.digest] = true
+		if !now.After(pd.deadline.Add(-p.s.cfg.Grace)) {
+			continue
+		}
+		switch started, spun := p.spent(pd, now); {
+		case spun:
+			hot[id] = true
+		case started:
+			ran[id], modules[pd.digest] = true, true
+			if late {
+				lateRan[id] = true
+			}
 		}
 	}
-	if len(late) == 0 {
+	if len(what) == 0 {
 		return nil
 	}
 	slices.Sort(what)
-	d := &death{cause: "ran past its deadline (" + strings.Join(what, ", ") + "); the plugin host was killed", reason: runtime.ReasonTimeout, culprits: late}
-	if len(modules) > 1 {
-		d.culprits, d.suspects = map[uint64]bool{}, suspects
+	d := &death{cause: "ran past its deadline (" + strings.Join(what, ", ") + "); the plugin host was killed", reason: runtime.ReasonTimeout}
+	switch {
+	case len(hot) > 0:
+		d.culprits = hot
+	case len(modules) == 1:
+		d.culprits = lateRan
+	default:
+		d.culprits, d.suspects = map[uint64]bool{}, ran
 	}
 	return d
+}
+
+// spent tells whether operation pd started in the host and whether it spun there: its thread's CPU time
+// since it started is at least a quarter of the time since. A load's CPU is not followed (it compiles on
+// threads of the runtime's choosing): it counts as started.
+func (p *proc) spent(pd *pending, now time.Time) (started, spun bool) {
+	if pd.what == opLoad {
+		return true, false
+	}
+	if pd.thread == 0 {
+		return false, false
+	}
+	cpu := threadCPU(p.cmd.Process.Pid, pd.thread)
+	if cpu < 0 || pd.cpu < 0 {
+		return true, false
+	}
+	return true, 4*time.Duration(cpu-pd.cpu) >= now.Sub(pd.runningAt)
 }
 
 // kill ends the host with SIGKILL, recording why first.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -21,8 +22,8 @@ import (
 // HostConfig as JSON. The supervisor sets it on the child it starts, and only there.
 const envConfig = "OSM_PLUGIN_HOST_CONFIG"
 
-// envCPUProfile, set in the controller's environment, makes its plugin hosts write a CPU profile there until
-// they end.
+// envCPUProfile, set in the controller's environment, makes each of its plugin hosts write a CPU profile to
+// that path plus "." and its process ID until it ends (hosts come and go; go tool pprof merges the files).
 const envCPUProfile = "OSM_PLUGIN_HOST_CPUPROFILE"
 
 // HostConfig is what a plugin host process runs with.
@@ -73,7 +74,7 @@ func hostMain(cfgJSON string) int {
 	}
 	// A CPU profile of the host, for diagnosis: the controller's own -pprof-address does not see this process.
 	if path := os.Getenv(envCPUProfile); path != "" {
-		if f, err := os.Create(path); err == nil {
+		if f, err := os.Create(path + "." + strconv.Itoa(os.Getpid())); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
 				defer pprof.StopCPUProfile()
 			}
@@ -191,6 +192,12 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 			reply.Err = &wireError{Digest: h.Digest, Export: h.Export, Reason: reasonNotLoaded, Detail: "module not loaded in this plugin host"}
 			break
 		}
+		// The call keeps one thread to itself, which the supervisor learns first: should the host have to be
+		// killed, the thread's CPU time tells a call that spun from one that was starved (proc.overdue).
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		tid := syscall.Gettid()
+		_ = out.write(&header{ID: h.ID, Op: opEvent, Event: &wireEvent{Kind: "running", Thread: tid, CPU: threadCPU(0, tid)}}, nil)
 		began := time.Now()
 		out, err := mod.Call(ctx, h.Export, payload)
 		if err != nil {

@@ -14,8 +14,9 @@
 //   - blame: an operation past its deadline, or the only one in flight when the host died, is the culprit and
 //     fails with a reason. The others in flight are retried: on a fresh host when the culprit is known, and
 //     otherwise one at a time on a probation host, where a second death names the culprit for sure. Guest
-//     machine code holds its thread until it returns, so a few spinning calls starve the rest of the host:
-//     when operations of several modules overrun together, they all go to probation (proc.overdue).
+//     machine code holds its thread until it returns, so a few spinning calls starve the rest of the host,
+//     which overrun with them: of the operations near their deadlines, the culprits are the calls whose
+//     thread in the host spent the time on a CPU, by the kernel's accounting (proc.overdue).
 //   - repetition: a module that kills its host twice within QuarantineWindow is quarantined by digest, its
 //     calls failing at once for a while that doubles each time, so it cannot keep the host down for others.
 //

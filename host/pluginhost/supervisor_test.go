@@ -3,6 +3,7 @@ package pluginhost_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	goruntime "runtime"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/pluginhost"
@@ -126,30 +128,37 @@ func TestHostileCallsAreKilled(t *testing.T) {
 	}
 }
 
-// TestStarvedCallsAreNotBlamed: guest machine code holds its thread until it returns, so calls that spin on
-// every thread of the host starve a benign call sent beside them, which overruns its deadline as well. It is
-// not blamed for it: it runs again alone on probation and succeeds, while the spinning calls, alone there
-// too, fail with Timeout.
+// TestStarvedCallsAreNotBlamed: guest machine code holds its thread until it returns, so calls of several
+// modules that spin on every thread of the host starve a benign call sent just after them, which overruns its
+// deadline with them. The operating system's accounting of the host's threads tells them apart: the spinners
+// fail with Timeout at once, on the host that was killed, and the starved call runs again on a fresh host
+// and succeeds. Nobody goes to probation, where each would have waited for the others, one timeout each.
 func TestStarvedCallsAreNotBlamed(t *testing.T) {
-	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.NoInterrupt = true })
+	reg := prometheus.NewRegistry()
+	s := newSupervisor(t, func(c *pluginhost.Config) {
+		c.Host.NoInterrupt = true
+		c.Registerer = reg
+	})
 	ctx := context.Background()
-	hostile := module("spin", handwasm.Plugin(nil, handwasm.Spin, 1))
-	benign := module("benign", handwasm.Plugin(nil, nil, 1))
-	for _, m := range []pluginhost.Module{hostile, benign} {
+	spinners := goruntime.NumCPU()
+	modules := []pluginhost.Module{}
+	for i := range spinners {
+		// Distinct modules: one module's calls overrunning together prove nothing about others.
+		modules = append(modules, module(fmt.Sprintf("spin-%d", i), handwasm.Plugin(nil, handwasm.Spin, uint32(1+i))))
+	}
+	modules = append(modules, module("benign", handwasm.Plugin(nil, nil, 1)))
+	for _, m := range modules {
 		if _, err := s.Load(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
-	spinners := goruntime.NumCPU()
-	errs := make([]error, spinners+1)
+	errs := make([]error, len(modules))
 	var wg sync.WaitGroup
-	for i := range errs {
-		m := hostile
+	for i, m := range modules {
 		if i == spinners {
 			// Sent a moment after the spinners, so that its deadline falls within the same watch tick as
 			// theirs, or just after.
 			time.Sleep(5 * time.Millisecond)
-			m = benign
 		}
 		wg.Add(1)
 		go func() {
@@ -166,6 +175,31 @@ func TestStarvedCallsAreNotBlamed(t *testing.T) {
 	if err := errs[spinners]; err != nil {
 		t.Errorf("the starved benign call failed: %v", err)
 	}
+	if n := counter(t, reg, "osm_plugin_host_starts_total", "probation"); n != 0 {
+		t.Errorf("%v probation hosts started; the host's accounting should have told the calls apart", n)
+	}
+}
+
+// counter reads the counter name with the given label value from reg.
+func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // TestHostileLoadsAreKilled: the same loop in osm_metadata, which runs when the module loads, once it is

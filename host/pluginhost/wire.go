@@ -93,7 +93,7 @@ func (w *wireError) runtimeError() *runtime.Error {
 
 // wireEvent is one runtime.Hooks callback.
 type wireEvent struct {
-	Kind string `json:"kind"` // compiled, cacheHit, called, output
+	Kind string `json:"kind"` // compiled, cacheHit, called, output, running
 	// compiled, called, output
 	Plugin string `json:"plugin,omitempty"`
 	Digest string `json:"digest,omitempty"`
@@ -111,6 +111,10 @@ type wireEvent struct {
 	Stream    string `json:"stream,omitempty"`
 	Text      string `json:"text,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
+	// running: the call of the frame's ID starts on this thread, which has run for CPU nanoseconds so far
+	// (-1: unknown). The supervisor reads the thread's CPU time from /proc when it must blame (proc.overdue).
+	Thread int   `json:"thread,omitempty"`
+	CPU    int64 `json:"cpu,omitempty"`
 }
 
 // dispatch calls the hook e stands for.
