@@ -59,6 +59,8 @@ type pending struct {
 	thread    int
 	cpu       int64
 	runningAt time.Time
+	// loadDeadline, while a load runs the module's initialisation, is the deadline it returns to after.
+	loadDeadline time.Time
 }
 
 type reply struct {
@@ -206,20 +208,41 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// progress shortens a load's deadline once its module is compiled: what is left is the osm_metadata call,
-// which gets a call's deadline, not the compile's.
+// progress adjusts the deadlines of a module's loads as they go: a load runs the module's own code twice
+// (its initialisation, to snapshot it, and the osm_metadata call once compiled), and each gets a call's
+// deadline instead of the load's, so that a module spinning in its _initialize cannot hold the host for
+// the whole load timeout. Between them the load returns to its own deadline, never past it.
 func (p *proc) progress(e *wireEvent) {
-	if e.Kind != "compiled" || e.Err != nil {
+	if e.Err != nil {
 		return
 	}
-	deadline := time.Now().Add(p.s.cfg.Host.Timeout + p.s.cfg.Grace)
+	now := time.Now()
+	call := now.Add(p.s.cfg.Host.Timeout + p.s.cfg.Grace)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pd := range p.pending {
-		if pd.what == opLoad && pd.digest == e.Digest && deadline.Before(pd.deadline) {
-			pd.deadline = deadline
+		if pd.what != opLoad || pd.digest != e.Digest {
+			continue
+		}
+		switch e.Kind {
+		case "initializing":
+			pd.loadDeadline = pd.deadline
+			pd.deadline = earliest(pd.deadline, call)
+		case "initialized":
+			if !pd.loadDeadline.IsZero() {
+				pd.deadline, pd.loadDeadline = pd.loadDeadline, time.Time{}
+			}
+		case "compiled":
+			pd.deadline = earliest(pd.deadline, call)
 		}
 	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // running records where a call started in the host.

@@ -133,6 +133,13 @@ func Serve(r io.Reader, w io.Writer, cfg HostConfig) error {
 				}
 				send(ev)
 			},
+			Initializing: func(e runtime.InitEvent) {
+				kind := "initializing"
+				if e.Done {
+					kind = "initialized"
+				}
+				send(&wireEvent{Kind: kind, Digest: e.Digest})
+			},
 			Output: func(e runtime.OutputEvent) {
 				send(&wireEvent{Kind: "output", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
 			},

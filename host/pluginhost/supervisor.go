@@ -60,7 +60,8 @@ const (
 	DefaultGrace = 2 * time.Second
 	// DefaultLoadTimeout bounds checking, snapshotting and compiling a module: a default plugin takes 2–4 s
 	// cold on an idle core and a tenth of a second from the disk cache, and a busy machine many times that.
-	// Once compiled, the osm_metadata call that completes a load gets a call's deadline.
+	// The module's own code that a load runs (its initialisation while it is snapshotted, and once compiled
+	// the osm_metadata call that completes the load) gets a call's deadline instead (proc.progress).
 	DefaultLoadTimeout      = time.Minute
 	DefaultMaxRSS           = 768 << 20
 	DefaultWatchInterval    = 100 * time.Millisecond

@@ -93,8 +93,8 @@ func (w *wireError) runtimeError() *runtime.Error {
 
 // wireEvent is one runtime.Hooks callback.
 type wireEvent struct {
-	Kind string `json:"kind"` // compiled, cacheHit, called, output, running
-	// compiled, called, output
+	Kind string `json:"kind"` // compiled, cacheHit, called, output, running, initializing, initialized
+	// compiled, called, output; Digest also initializing, initialized
 	Plugin string `json:"plugin,omitempty"`
 	Digest string `json:"digest,omitempty"`
 	// called, output

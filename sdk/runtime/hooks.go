@@ -27,6 +27,17 @@ type Hooks struct {
 	// Output is called with what the guest wrote to stdout or stderr during a call (where a Go guest's panics
 	// go), after the call returns.
 	Output func(OutputEvent)
+	// Initializing is called when a load starts running the module's own code to snapshot its initialised
+	// state (its _initialize and osm_warmup), and again, with Done set, when that code has returned. The
+	// rest of a load is the compiler's work; this stretch is the guest's, so a supervisor that bounds loads
+	// from outside gives it a call's deadline.
+	Initializing func(InitEvent)
+}
+
+// InitEvent is the start or the end of a module's initialisation at load time.
+type InitEvent struct {
+	Digest string
+	Done   bool
 }
 
 // CompileEvent describes one compilation.
@@ -86,6 +97,12 @@ func (h Hooks) cacheHit(l CacheLayer) {
 func (h Hooks) called(e CallEvent) {
 	if h.Called != nil {
 		h.Called(e)
+	}
+}
+
+func (h Hooks) initializing(e InitEvent) {
+	if h.Initializing != nil {
+		h.Initializing(e)
 	}
 }
 

@@ -275,15 +275,20 @@ func (r *Runtime) check(name, digest string, wasm []byte) (*wasmcheck.Module, er
 }
 
 func (r *Runtime) compile(ctx context.Context, name, digest string, start startState) (*compiledPlugin, error) {
-	r.compiling <- struct{}{}
-	defer func() { <-r.compiling }()
-
 	marker := r.marker(digest)
 	layer := LayerNone
 	if marker != "" {
 		if _, err := os.Stat(marker); err == nil {
 			layer = LayerDisk
 		}
+	}
+	// A compile lane bounds the compiler's work. Machine code read back from the disk cache takes a tenth of
+	// a second and no lane, so modules compiled before still load while slow or hostile compilations hold
+	// every lane (a compile bomb holds one until its load's deadline or the host's memory limit ends it). A
+	// marker whose cache entry is gone costs one compilation outside the lanes, bounded like any other.
+	if layer != LayerDisk {
+		r.compiling <- struct{}{}
+		defer func() { <-r.compiling }()
 	}
 	began := time.Now()
 	compiled, err := r.compileModule(ctx, start.wasm)

@@ -70,7 +70,7 @@ func (r *Runtime) prepare(ctx context.Context, digest string, wasm []byte, info 
 	if built, env, ok := r.cachedSnapshot(digest); ok {
 		return startState{wasm: built, env: env}
 	}
-	built, env, err := r.snapshot(ctx, wasm)
+	built, env, err := r.snapshot(ctx, digest, wasm)
 	if err == nil && len(built) > len(wasm)+MaxSnapshotGrowth {
 		err = fmt.Errorf("its initialised memory would make it %d bytes larger, more than %d", len(built)-len(wasm), MaxSnapshotGrowth)
 	}
@@ -89,10 +89,10 @@ var errWarmUp = errors.New(abi.ExportWarmup + " failed")
 
 // snapshot returns the module rebuilt from an initialised, warmed-up instance; if warming up fails, from an
 // initialised one.
-func (r *Runtime) snapshot(ctx context.Context, wasm []byte) ([]byte, guestEnv, error) {
-	built, env, err := r.probe(ctx, wasm, true)
+func (r *Runtime) snapshot(ctx context.Context, digest string, wasm []byte) ([]byte, guestEnv, error) {
+	built, env, err := r.probe(ctx, digest, wasm, true)
 	if errors.Is(err, errWarmUp) {
-		return r.probe(ctx, wasm, false)
+		return r.probe(ctx, digest, wasm, false)
 	}
 	return built, env, err
 }
@@ -100,7 +100,7 @@ func (r *Runtime) snapshot(ctx context.Context, wasm []byte) ([]byte, guestEnv, 
 // probe instantiates a probe of the module (package wasmsnap) in a runtime of its own, which is closed with
 // its machine code afterwards, initialises it (and warms it up) and returns the module rebuilt from its
 // globals and memory.
-func (r *Runtime) probe(ctx context.Context, wasm []byte, warmUp bool) ([]byte, guestEnv, error) {
+func (r *Runtime) probe(ctx context.Context, digest string, wasm []byte, warmUp bool) ([]byte, guestEnv, error) {
 	probe, globals, err := wasmsnap.Probe(wasm)
 	if err != nil {
 		return nil, guestEnv{}, err
@@ -110,7 +110,7 @@ func (r *Runtime) probe(ctx context.Context, wasm []byte, warmUp bool) ([]byte, 
 		return nil, guestEnv{}, err
 	}
 	defer r.memory.release(reserve)
-	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(r.cfg.memoryPages()).WithCloseOnContextDone(true)
+	rc := wazero.NewRuntimeConfig().WithMemoryLimitPages(r.cfg.memoryPages()).WithCloseOnContextDone(!r.cfg.NoInterrupt)
 	if r.cfg.CacheDir != "" {
 		// A cache of its own over the same directory: the probe's machine code is kept on disk for the next
 		// start, and freed from memory with the runtime.
@@ -144,16 +144,27 @@ func (r *Runtime) probe(ctx context.Context, wasm []byte, warmUp bool) ([]byte, 
 	if err != nil {
 		return nil, guestEnv{}, err
 	}
-	if _, err := mod.ExportedFunction(wasmsnap.Initialize).Call(callCtx); err != nil {
-		return nil, guestEnv{}, fmt.Errorf("%s: %w", wasmsnap.Initialize, err)
-	}
-	if warm := mod.ExportedFunction(abi.ExportWarmup); warmUp && warm != nil && len(warm.Definition().ParamTypes()) == 0 {
-		if _, err := warm.Call(callCtx); err != nil {
-			return nil, guestEnv{}, fmt.Errorf("%w: %w", errWarmUp, err)
-		}
+	if err := r.initialize(callCtx, digest, mod, warmUp); err != nil {
+		return nil, guestEnv{}, err
 	}
 	built, err := build(wasm, mod, globals)
 	return built, st.env(), err
+}
+
+// initialize runs the probe's _initialize and, if asked, its osm_warmup: the module's own code, which the
+// Initializing hook brackets.
+func (r *Runtime) initialize(ctx context.Context, digest string, mod api.Module, warmUp bool) error {
+	r.cfg.Hooks.initializing(InitEvent{Digest: digest})
+	defer r.cfg.Hooks.initializing(InitEvent{Digest: digest, Done: true})
+	if _, err := mod.ExportedFunction(wasmsnap.Initialize).Call(ctx); err != nil {
+		return fmt.Errorf("%s: %w", wasmsnap.Initialize, err)
+	}
+	if warm := mod.ExportedFunction(abi.ExportWarmup); warmUp && warm != nil && len(warm.Definition().ParamTypes()) == 0 {
+		if _, err := warm.Call(ctx); err != nil {
+			return fmt.Errorf("%w: %w", errWarmUp, err)
+		}
+	}
+	return nil
 }
 
 // stubImports satisfies the module's imports other than WASI's (Extism's kernel functions) with functions
