@@ -84,8 +84,8 @@ type death struct {
 	// culprits are the operations the host was killed for, or the only one in flight when it died. Empty
 	// means nobody in particular: a crash or the memory watchdog with several operations in flight.
 	culprits map[uint64]bool
-	// suspects, when the host was killed for time with no culprit, are the operations that may have caused
-	// it: they run again alone on probation, and the others in flight on a fresh host.
+	// suspects, when the host was killed for time, are the operations past their deadlines that are not
+	// known to be culprits: they run again alone on probation, and the others in flight on a fresh host.
 	suspects map[uint64]bool
 }
 
@@ -288,8 +288,8 @@ func (p *proc) watch() {
 // deadline is suspect, and the operating system's accounting sorts them (spent):
 //
 //   - a call whose thread ran for at least a quarter of the time since it started spun: it is a culprit;
-//   - a call that never started, or (when there are culprits) one that barely ran, was starved: it runs again
-//     on a fresh host;
+//   - a call that never started was starved: it runs again on a fresh host, as do, when there are culprits,
+//     the others that are not late yet; the late ones go to probation;
 //   - otherwise (no call spun: loads, whose CPU is not followed, and calls that waited) the late ones are
 //     culprits when the suspects are all one module's, and when they span several nobody is blamed yet: each
 //     runs again alone on probation, where overrunning is its own doing.
@@ -323,7 +323,9 @@ func (p *proc) overdue(now time.Time) *death {
 	d := &death{cause: "ran past its deadline (" + strings.Join(what, ", ") + "); the plugin host was killed", reason: runtime.ReasonTimeout}
 	switch {
 	case len(hot) > 0:
-		d.culprits = hot
+		// The late ones that did not spin (loads among them) may have been starved, or may be hostile on
+		// their own: alone on probation they show which, instead of overrunning again on the next host.
+		d.culprits, d.suspects = hot, lateRan
 	case len(modules) == 1:
 		d.culprits = lateRan
 	default:
