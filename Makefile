@@ -71,9 +71,18 @@ e2e-node: plugins controlplane ## Boot real nodes (systemd-nspawn, needs root) f
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test -tags e2e -count=1 -timeout 60m -v $(E2E_FLAGS) ./host/e2e/
 
 .PHONY: e2e-machine-controller
-e2e-machine-controller: controlplane ## Prove rollouts against a real machine-controller (fake provider): MACHINE_CONTROLLER=binary MACHINE_CONTROLLER_CRDS=its CRD YAML (docs/drift.md).
-	@test -n "$(MACHINE_CONTROLLER)" -a -n "$(MACHINE_CONTROLLER_CRDS)" || { echo "usage: make e2e-machine-controller MACHINE_CONTROLLER=/path/to/machine-controller MACHINE_CONTROLLER_CRDS=/path/to/machine-controller.yaml (see docs/drift.md, Proof)"; exit 1; }
-	OSM_MACHINE_CONTROLLER="$(abspath $(MACHINE_CONTROLLER))" OSM_MACHINE_CONTROLLER_CRDS="$(abspath $(MACHINE_CONTROLLER_CRDS))" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" \
+# MACHINE_CONTROLLER_SRC builds machine-controller from a checkout with OSM's fake provider (hack/machine-controller);
+# MACHINE_CONTROLLER and MACHINE_CONTROLLER_CRDS take a binary built some other way.
+MACHINE_CONTROLLER_SRC ?=
+e2e-machine-controller: controlplane ## Prove rollouts against a real machine-controller (fake provider): MACHINE_CONTROLLER_SRC=<checkout of kubermatic/machine-controller> (docs/drift.md).
+	@test -n "$(MACHINE_CONTROLLER_SRC)$(MACHINE_CONTROLLER)" || { echo "usage: make e2e-machine-controller MACHINE_CONTROLLER_SRC=/path/to/machine-controller/checkout (see docs/drift.md, Proof)"; exit 2; }
+	set -e; \
+	if [[ -n "$(MACHINE_CONTROLLER_SRC)" ]]; then \
+		mc="$$(hack/machine-controller/build.sh "$(MACHINE_CONTROLLER_SRC)")"; crds="$${mc}.yaml"; \
+	else \
+		mc="$(abspath $(MACHINE_CONTROLLER))"; crds="$(abspath $(MACHINE_CONTROLLER_CRDS))"; \
+	fi; \
+	OSM_MACHINE_CONTROLLER="$$mc" OSM_MACHINE_CONTROLLER_CRDS="$$crds" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" \
 		go test -tags machinecontroller -count=1 -timeout 20m -v ./host/e2e/machinecontroller/
 
 # The vendor conformance run (host/e2e/conformance_test.go): the node e2e's harness boots PLUGIN with PROFILE on
