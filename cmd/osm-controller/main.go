@@ -334,7 +334,7 @@ func run(f *flags) error {
 		RolloutMaxConcurrent:      f.rolloutMaxConcurrent, RolloutWindow: f.rolloutWindow,
 		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts, WebhookServing: serving,
-		Build:   build.Short(), Logger: log,
+		Build: build.Short(), Logger: log,
 		Preflight: true,
 	})
 	if err != nil {
