@@ -131,7 +131,8 @@ func TestWebhooksWaitForCertManager(t *testing.T) {
 	port := freeTCPPort(t)
 	url := "https://localhost:" + strconv.Itoa(port)
 	certDir := t.TempDir()
-	startServingOSM(t, asDeployServiceAccount(env), app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true},
+	probes := testenv.FreeAddress(t)
+	startServingOSM(t, asDeployServiceAccount(env), app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true, HealthProbeAddress: probes},
 		webhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir},
 		app.WebhookServing{Certs: app.WebhookCertsDir, URL: url, CheckInterval: 200 * time.Millisecond})
 
@@ -148,6 +149,10 @@ func TestWebhooksWaitForCertManager(t *testing.T) {
 	if err := c.Create(ctx, bad); err != nil {
 		t.Fatalf("a profile write refused while no webhook is registered: %v", err)
 	}
+	// Not ready: a Service would route nothing to this replica.
+	if err := ready(probes); err == nil || !strings.Contains(err.Error(), "[-]webhooks failed") {
+		t.Errorf("readiness without a certificate: %v, want the webhooks check failing", err)
+	}
 
 	ca, caKey, caPEM, _ := newCA(t, 24*time.Hour)
 	cert, key := issue(t, ca, caKey, "localhost", 24*time.Hour)
@@ -158,6 +163,7 @@ func TestWebhooksWaitForCertManager(t *testing.T) {
 		}
 	}
 	eventually(t, wait, "the webhooks registered with cert-manager's CA", func() error { return registeredWith(ctx, c, caPEM) })
+	eventually(t, wait, "ready once serving", func() error { return ready(probes) })
 	checkRegistered(t, c, url, caPEM)
 	checkAdmission(t, c, "cert-manager's certificate")
 }
