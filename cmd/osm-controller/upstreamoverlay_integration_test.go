@@ -39,12 +39,12 @@ var (
 	}
 )
 
-// TestInstallOverUpstreamKeepsFlags runs the documented install over upstream's Deployment (docs/migration.md
-// step 2) against a real API server with kubectl: upstream v1.11.2's Deployment with non-default node settings
-// (its cluster DNS 10.10.10.10, registry mirrors, an HTTP proxy), osmctl upstream-overlay over the live
-// object, kubectl apply -k. The resulting Deployment has one container running OSM's image, and its arguments,
-// parsed with the controller's own flag set, give the controller upstream's settings; then the webhooks
-// component added after it keeps them too.
+// TestInstallOverUpstreamKeepsFlags runs the commands of docs/migration.md's step 2 as written (kubectl get,
+// osmctl upstream-overlay, kubectl apply -k) against a real API server over upstream v1.11.2's Deployment with
+// non-default node settings (its cluster DNS 10.10.10.10, registry mirrors, an HTTP proxy, ...). The resulting
+// Deployment has one container running OSM's image, and its arguments, parsed with the controller's own flag
+// set, give the controller upstream's settings; after step 5 (the guide's components list, its command) they
+// still do, with the webhooks on.
 func TestInstallOverUpstreamKeepsFlags(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	kubectl := func(args ...string) string {
@@ -61,25 +61,34 @@ func TestInstallOverUpstreamKeepsFlags(t *testing.T) {
 	writeYAML(t, filepath.Join(dir, "upstream.yaml"), upstream)
 	kubectl("apply", "-f", filepath.Join(dir, "upstream.yaml"))
 
-	live := kubectl("-n", "kube-system", "get", "deployment", "operating-system-manager", "-o", "yaml")
-	if err := os.WriteFile(filepath.Join(dir, "live.yaml"), []byte(live), 0o600); err != nil {
-		t.Fatal(err)
+	// The guide's step 2, command by command, in a directory with deploy/ (and the CRDs it refers to) as in
+	// the repository.
+	work := filepath.Join(dir, "work")
+	for _, d := range []string{"deploy", filepath.Join("crds", "bases")} {
+		if err := os.CopyFS(filepath.Join(work, d), os.DirFS(filepath.Join(testenv.RepoRoot(), d))); err != nil {
+			t.Fatal(err)
+		}
 	}
-	overlay := filepath.Join(dir, "osm-over-upstream")
 	osmctl := buildOsmctl(t)
-	report, err := exec.Command(osmctl, "upstream-overlay", "-f", filepath.Join(dir, "live.yaml"),
-		"--deploy", filepath.Join(testenv.RepoRoot(), "deploy"), "-o", overlay).CombinedOutput()
-	if err != nil {
-		t.Fatalf("osmctl upstream-overlay: %v\n%s", err, report)
+	guide := migrationGuide(t)
+	step2 := guideBlock(t, guide, "## 2.", "sh")
+	if len(step2) != 3 || !strings.HasPrefix(step2[1], "osmctl upstream-overlay ") {
+		t.Fatalf("step 2 of docs/migration.md is not the three commands this test runs: %q", step2)
+	}
+	var report string
+	for i, line := range step2 {
+		if out := runGuideLine(t, work, env.Kubeconfig, osmctl, line); i == 1 {
+			report = out
+		}
 	}
 	t.Logf("osmctl upstream-overlay:\n%s", report)
 	for _, want := range []string{"left out:  -osm-test-not-a-flag=1", "kept:      -ca-bundle=/etc/kubernetes/pki/ca-bundle.pem (accepted and ignored",
 		"kept:      -node-http-proxy http://proxy.example.com:3128", "added:     -plugin-cache-dir=/var/cache/osm (from deploy/)"} {
-		if !strings.Contains(string(report), want) {
+		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q", want)
 		}
 	}
-	kubectl("apply", "-k", overlay)
+	overlay := filepath.Join(work, "osm-over-upstream")
 
 	got := liveDeployment(t, env)
 	c := got.Spec.Template.Spec.Containers
@@ -99,24 +108,19 @@ func TestInstallOverUpstreamKeepsFlags(t *testing.T) {
 		t.Errorf("plugin cache %q (want deploy/'s /var/cache/osm), -ca-bundle %q (kept)", f.plugins.cacheDir.dir, f.caBundle)
 	}
 
-	// Step 5: the webhooks component after upstream-flags.
+	// Step 5: the guide's components list, then its command.
 	k := filepath.Join(overlay, "kustomization.yaml")
-	data, err := os.ReadFile(k)
-	if err != nil {
+	kustomization := map[string]any{}
+	readYAML(t, k, &kustomization)
+	components := map[string]any{}
+	if err := yaml.Unmarshal([]byte(strings.Join(guideBlock(t, guide, "## 5.", "yaml"), "\n")), &components); err != nil {
 		t.Fatal(err)
 	}
-	component, err := filepath.Rel(overlay, filepath.Join(testenv.RepoRoot(), "deploy", "webhooks"))
-	if err != nil {
-		t.Fatal(err)
+	kustomization["components"] = components["components"]
+	writeYAML(t, k, kustomization)
+	for _, line := range guideBlock(t, guide, "## 5.", "sh") {
+		runGuideLine(t, work, env.Kubeconfig, osmctl, line)
 	}
-	webhooks := strings.Replace(string(data), "- upstream-flags\n", "- upstream-flags\n- "+component+"\n", 1)
-	if webhooks == string(data) {
-		t.Fatalf("no components list in %s:\n%s", k, data)
-	}
-	if err := os.WriteFile(k, []byte(webhooks), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubectl("apply", "-k", overlay)
 	f = effectiveFlags(t, liveDeployment(t, env).Spec.Template.Spec.Containers[0].Args)
 	checkUpstreamSettings(t, f)
 	if f.webhooks != "true" {
@@ -220,6 +224,60 @@ func checkUpstreamSettings(t *testing.T, f *flags) {
 		if !reflect.DeepEqual(got[k], w) {
 			t.Errorf("%s: the controller runs with %v, upstream's Deployment had %v", k, got[k], w)
 		}
+	}
+}
+
+func migrationGuide(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "migration.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// guideBlock returns the lines of the first ```lang block of the guide's section that starts with heading.
+func guideBlock(t *testing.T, guide, heading, lang string) []string {
+	t.Helper()
+	i := strings.Index(guide, "\n"+heading)
+	if i < 0 {
+		t.Fatalf("docs/migration.md has no section %q", heading)
+	}
+	section := guide[i+1:]
+	if end := strings.Index(section[1:], "\n## "); end >= 0 {
+		section = section[:end+1]
+	}
+	_, block, ok := strings.Cut(section, "```"+lang+"\n")
+	if !ok {
+		t.Fatalf("section %q of docs/migration.md has no %s block", heading, lang)
+	}
+	block, _, _ = strings.Cut(block, "```")
+	return strings.Split(strings.TrimSpace(block), "\n")
+}
+
+// runGuideLine runs a command line of the guide with bash in dir, with the kubectl built with the control
+// plane and the osmctl built from this tree first on PATH, and returns its output.
+func runGuideLine(t *testing.T, dir, kubeconfig, osmctl, line string) string {
+	t.Helper()
+	cmd := exec.Command("bash", "-euo", "pipefail", "-c", line)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig,
+		"PATH="+filepath.Dir(testenv.Kubectl(t))+string(os.PathListSeparator)+filepath.Dir(osmctl)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", line, err, out)
+	}
+	return string(out)
+}
+
+func readYAML(t *testing.T, path string, into any) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, into); err != nil {
+		t.Fatal(err)
 	}
 }
 
