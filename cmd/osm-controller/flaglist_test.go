@@ -32,7 +32,6 @@ func TestControllerFlagList(t *testing.T) {
 	}
 }
 
-
 // Roles of a flag in the list osmctl reads (cmd/osmctl/controller-flags.txt).
 const (
 	// roleNode: a node setting (render.NodeFlags). An installation over upstream keeps upstream's value, or
