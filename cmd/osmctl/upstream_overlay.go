@@ -53,7 +53,7 @@ DIR/kustomization.yaml's components.`,
   osmctl upstream-overlay -f upstream-deployment.yaml --deploy deploy/ -o osm-over-upstream/
   kubectl apply -k osm-over-upstream/`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.OutOrStdout()) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return o.run(cmd.InOrStdin(), cmd.OutOrStdout()) },
 	}
 	f := cmd.Flags()
 	f.StringVarP(&o.file, "filename", "f", "", "The live Deployment, as kubectl get -o yaml prints it; - reads stdin (required).")
@@ -65,8 +65,8 @@ DIR/kustomization.yaml's components.`,
 	return cmd
 }
 
-func (o *overlayOptions) run(out io.Writer) error {
-	live, err := readDeployment(o.file)
+func (o *overlayOptions) run(in io.Reader, out io.Writer) error {
+	live, err := readDeployment(o.file, in)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func (o *overlayOptions) run(out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
 	}
-	base, err := readDeployment(filepath.Join(o.deploy, "deployment.yaml"))
+	base, err := readDeployment(filepath.Join(o.deploy, "deployment.yaml"), nil)
 	if err != nil {
 		return fmt.Errorf("--deploy: %w", err)
 	}
@@ -98,11 +98,12 @@ func (o *overlayOptions) run(out io.Writer) error {
 	return nil
 }
 
-func readDeployment(path string) (*appsv1.Deployment, error) {
+// readDeployment reads a Deployment from path, or from stdin when path is "-".
+func readDeployment(path string, stdin io.Reader) (*appsv1.Deployment, error) {
 	var data []byte
 	var err error
-	if path == "-" {
-		data, err = io.ReadAll(io.LimitReader(os.Stdin, 4<<20))
+	if path == "-" && stdin != nil {
+		data, err = io.ReadAll(io.LimitReader(stdin, 4<<20))
 	} else {
 		data, err = os.ReadFile(path)
 	}
