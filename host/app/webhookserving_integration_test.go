@@ -344,7 +344,7 @@ func checkAdmission(t *testing.T, c client.Client, when string) {
 		if err == nil {
 			_ = c.Delete(ctx, bad)
 		}
-		return fmt.Errorf("got %v", err)
+		return fmt.Errorf("got %w", err)
 	})
 	if !strings.Contains(err.Error(), "spec.provisioningConfig.files[0].content.inline.data") {
 		t.Errorf("%s: the refusal does not name the field: %v", when, err)
