@@ -100,7 +100,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log format: json or console.")
 	fs.BoolVar(&f.logDebug, "log-debug", false, "Log at debug level.")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the admission webhooks; 0 disables them.")
-	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", defaultCertDir, "Directory with tls.crt and tls.key for the webhooks.")
+	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", defaultCertDir, "Directory of the webhooks' tls.crt, tls.key and ca.crt: written there by the controller with -webhook-certs=self (it must be writable), read from there with -webhook-certs=dir.")
 	fs.StringVar(&f.webhookCerts, "webhook-certs", "", "Where the webhooks' serving certificate comes from: self (the controller issues and rotates it in -webhook-cert-secret; the default with -webhooks=true) "+
 		"or dir (another issuer, e.g. cert-manager, puts tls.crt, tls.key and ca.crt in -webhook-cert-dir; the default when -webhooks=auto finds them). "+
 		"Either way the controller registers its webhook configurations once it serves the certificate.")
