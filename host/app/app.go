@@ -239,6 +239,8 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		if err := setupWebhookServing(ctx, mgr, o, certs); err != nil {
 			return nil, err
 		}
+	} else if err := mgr.Add(&deregistration{reader: mgr.GetAPIReader(), writer: mgr.GetClient(), log: o.Logger.WithName("webhook-serving")}); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"reflect"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/osmhq/osm/host/webhooks"
 )
 
 // registration puts the controller's webhooks into its webhook configurations only once its own server
@@ -198,3 +201,55 @@ func certPool(ca []byte) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// deregistration empties the controller's webhook configurations when the controller starts with its webhooks
+// off: they would route admission reviews to a server that is not there, and with failurePolicy Fail every
+// profile and MachineDeployment write would be refused. It acts once, at start, so replicas that still serve
+// during a rollout keep serving until they are replaced; a replica that serves puts the webhooks back within
+// its check interval. Without the permission (deploy/webhooks' RBAC) or the configurations, it does nothing.
+type deregistration struct {
+	reader client.Reader
+	writer client.Writer
+	log    logr.Logger
+}
+
+func (d *deregistration) NeedLeaderElection() bool { return false }
+
+func (d *deregistration) Start(ctx context.Context) error {
+	objs := []client.Object{
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.ValidatingConfigName}},
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhooks.MutatingConfigName}},
+	}
+	for _, o := range objs {
+		if err := d.empty(ctx, o); err != nil {
+			d.log.Info("admission webhooks off; could not empty a webhook configuration that routes to this controller: delete it if nothing serves it",
+				"kind", configKind(o), "name", o.GetName(), "reason", err.Error())
+		}
+	}
+	return nil
+}
+
+func (d *deregistration) empty(ctx context.Context, o client.Object) error {
+	if err := d.reader.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	switch c := o.(type) {
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		if len(c.Webhooks) == 0 {
+			return nil
+		}
+		c.Webhooks = nil
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		if len(c.Webhooks) == 0 {
+			return nil
+		}
+		c.Webhooks = nil
+	}
+	if err := d.writer.Update(ctx, o, client.FieldOwner(fieldOwner)); err != nil {
+		return err
+	}
+	d.log.Info("admission webhooks off: emptied the webhook configuration that routed to this controller", "kind", configKind(o), "name", o.GetName())
+	return nil
+}
+
+func configKind(o client.Object) string { return reflect.TypeOf(o).Elem().Name() }

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,7 +58,7 @@ func TestWebhooksWithoutCertManager(t *testing.T) {
 
 	port := freeTCPPort(t)
 	url := "https://localhost:" + strconv.Itoa(port)
-	startServingOSM(t, asDeployServiceAccount(env), app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true},
+	stop := startServingOSM(t, asDeployServiceAccount(env), app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true},
 		webhook.Options{Host: "127.0.0.1", Port: port, CertDir: t.TempDir()},
 		app.WebhookServing{Certs: app.WebhookCertsSelf, URL: url, CheckInterval: 200 * time.Millisecond})
 
@@ -112,6 +113,29 @@ func TestWebhooksWithoutCertManager(t *testing.T) {
 		eventually(t, wait, "the new CA registered", func() error { return registeredWith(ctx, c, renewed.Data["ca.crt"]) })
 		checkServed(t, port, certSecret(t, c))
 		checkAdmission(t, c, "after the CA's renewal")
+	})
+	t.Run("turned off", func(t *testing.T) {
+		// The component removed: its objects stay (kubectl apply prunes nothing), the controller restarts with
+		// its webhooks off. Stopped, nothing serves the registered webhooks: writes are refused.
+		stop()
+		key := client.ObjectKey{Namespace: osmNamespace, Name: "osp-testos"}
+		if err := touch(ctx, c, &osmv1alpha1.OperatingSystemProfile{}, key, -1); err == nil || !strings.Contains(err.Error(), "failed calling webhook") {
+			t.Fatalf("with no controller serving the registered webhooks, a profile write got %v; the test would show nothing", err)
+		}
+		startServingOSM(t, asDeployServiceAccount(env), app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true},
+			webhook.Options{}, app.WebhookServing{})
+		eventually(t, wait, "the webhook configurations emptied", func() error {
+			if err := registered(ctx, c); err == nil {
+				return errors.New("still registered")
+			}
+			return nil
+		})
+		if err := touch(ctx, c, &osmv1alpha1.OperatingSystemProfile{}, key, -2); err != nil {
+			t.Errorf("a profile write with the webhooks off: %v", err)
+		}
+		if err := touch(ctx, c, &clusterv1alpha1.MachineDeployment{}, client.ObjectKeyFromObject(md), -2); err != nil {
+			t.Errorf("a MachineDeployment write with the webhooks off: %v", err)
+		}
 	})
 }
 
@@ -193,8 +217,9 @@ func asDeployServiceAccount(env *testenv.Env) *testenv.Env {
 	return &testenv.Env{Config: cfg, Client: env.Client, Webhook: env.Webhook}
 }
 
-// startServingOSM runs the controller as startOSM does, with its webhook server on hook and serving as given.
-func startServingOSM(t *testing.T, env *testenv.Env, opts app.Options, hook webhook.Options, serving app.WebhookServing) {
+// startServingOSM runs the controller as startOSM does, with its webhook server on hook and serving as given,
+// and returns a function that stops it (also called when the test ends).
+func startServingOSM(t *testing.T, env *testenv.Env, opts app.Options, hook webhook.Options, serving app.WebhookServing) func() {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	opts.Mgmt = env.Config
@@ -207,17 +232,22 @@ func startServingOSM(t *testing.T, env *testenv.Env, opts app.Options, hook webh
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("controller stopped with: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("controller stopped with: %v", err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("controller still stopping after 30s")
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("controller still stopping after 30s")
-		}
-	})
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // touch writes an annotation on the object: an update the webhooks intercept.
