@@ -67,6 +67,10 @@ type flags struct {
 	webhookPort                     int
 	webhookCertDir                  string
 	webhooks                        string
+	webhookCerts                    string
+	webhookCertSecret               string
+	webhookService                  string
+	webhookURL                      string
 	caBundle                        string
 	plugins                         pluginFlags
 	provisioningTokenTTL            time.Duration
@@ -96,7 +100,13 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.logFormat, "log-format", "json", "Log format: json or console.")
 	fs.BoolVar(&f.logDebug, "log-debug", false, "Log at debug level.")
 	fs.IntVar(&f.webhookPort, "webhook-port", 9443, "Port of the admission webhooks; 0 disables them.")
-	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", defaultCertDir, "Directory with tls.crt and tls.key for the webhooks.")
+	fs.StringVar(&f.webhookCertDir, "webhook-cert-dir", defaultCertDir, "Directory of the webhooks' tls.crt, tls.key and ca.crt: written there by the controller with -webhook-certs=self (it must be writable), read from there with -webhook-certs=dir.")
+	fs.StringVar(&f.webhookCerts, "webhook-certs", "", "Where the webhooks' serving certificate comes from: self (the controller issues and rotates it in -webhook-cert-secret; the default with -webhooks=true) "+
+		"or dir (another issuer, e.g. cert-manager, puts tls.crt, tls.key and ca.crt in -webhook-cert-dir; the default when -webhooks=auto finds them). "+
+		"Either way the controller registers its webhook configurations once it serves the certificate.")
+	fs.StringVar(&f.webhookCertSecret, "webhook-cert-secret", app.DefaultWebhookCertSecret, "Secret in -namespace holding the controller's own webhook certificate and CA (-webhook-certs=self).")
+	fs.StringVar(&f.webhookService, "webhook-service", app.DefaultWebhookService, "Service in -namespace the webhook configurations route to; the certificate is issued for its DNS names.")
+	fs.StringVar(&f.webhookURL, "webhook-url", "", "Route the webhook configurations to this https base URL instead of -webhook-service (a controller outside the cluster); the certificate is issued for its host name.")
 	fs.StringVar(&f.webhooks, "webhooks", webhooksAuto, "Serve the admission webhooks: auto (when -webhook-cert-dir holds tls.crt and tls.key), true or false. "+
 		"Upstream's layout serves them from a separate Deployment: `osm-controller webhook`.")
 	fs.StringVar(&f.caBundle, "ca-bundle", "", "Accepted for compatibility with upstream OSM, where it is deprecated and has no effect; use -host-ca-bundle or -kubernetes-ca-bundle.")
@@ -285,7 +295,7 @@ func run(f *flags) error {
 	if f.caBundle != "" {
 		log.Info("-ca-bundle is ignored (deprecated upstream): use -host-ca-bundle or -kubernetes-ca-bundle")
 	}
-	webhookOpts, err := f.webhookServer(log)
+	webhookOpts, serving, err := f.webhookServer(log)
 	if err != nil {
 		return err
 	}
@@ -323,8 +333,8 @@ func run(f *flags) error {
 		BootstrapTokenTTL:         f.bootstrapTokenTTL,
 		RolloutMaxConcurrent:      f.rolloutMaxConcurrent, RolloutWindow: f.rolloutWindow,
 		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
-		Webhook: webhookOpts,
-		Build:   build.Short(), Logger: log,
+		Webhook: webhookOpts, WebhookServing: serving,
+		Build: build.Short(), Logger: log,
 		Preflight: true,
 	})
 	if err != nil {

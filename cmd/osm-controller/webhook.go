@@ -28,15 +28,25 @@ const (
 	webhookCommand = "webhook"
 )
 
-// webhookServer decides whether the controller serves the admission webhooks and logs the decision, so an
-// operator sees at start where admission is served. By default (-webhooks=auto) they are served when the
-// serving certificate is there: OSM's deploy/ mounts one; upstream's controller Deployment does not, because
-// upstream serves webhooks from a separate Deployment, and the controller must start with its flags alone.
-func (f *flags) webhookServer(log logr.Logger) (webhook.Options, error) {
+// webhookServer decides whether the controller serves the admission webhooks, and where their certificate
+// comes from, and logs the decision, so an operator sees at start where admission is served. By default
+// (-webhooks=auto) they are served when the certificate directory holds a key pair (another issuer's, mounted
+// there); upstream's controller Deployment mounts none (upstream serves webhooks from a separate Deployment),
+// and the controller must start with its flags alone. With -webhooks=true the controller issues its own
+// certificate unless -webhook-certs=dir. A missing certificate never stops the controller: the webhook server
+// waits for it, and the webhook configurations are registered only once it is served.
+func (f *flags) webhookServer(log logr.Logger) (webhook.Options, app.WebhookServing, error) {
 	opts := webhook.Options{Port: f.webhookPort, CertDir: f.webhookCertDir}
-	off := func(why string) (webhook.Options, error) {
+	serving := app.WebhookServing{Certs: app.WebhookCertMode(f.webhookCerts), SecretName: f.webhookCertSecret,
+		Service: f.webhookService, URL: f.webhookURL}
+	off := func(why string) (webhook.Options, app.WebhookServing, error) {
 		log.Info("admission webhooks off: "+why, "certDir", f.webhookCertDir)
-		return webhook.Options{}, nil
+		return webhook.Options{}, app.WebhookServing{}, nil
+	}
+	switch serving.Certs {
+	case app.WebhookCertsSelf, app.WebhookCertsDir, "":
+	default:
+		return webhook.Options{}, serving, fmt.Errorf("-webhook-certs: %q is not self or dir", f.webhookCerts)
 	}
 	if f.webhookPort == 0 {
 		return off("-webhook-port=0")
@@ -45,20 +55,34 @@ func (f *flags) webhookServer(log logr.Logger) (webhook.Options, error) {
 	case "false":
 		return off("-webhooks=false")
 	case "true":
+		if serving.Certs == "" {
+			serving.Certs = app.WebhookCertsSelf
+		}
 	case webhooksAuto:
 		ok, err := app.ServingCertificate(f.webhookCertDir)
 		if err != nil {
-			return webhook.Options{}, fmt.Errorf("-webhook-cert-dir: %w", err)
+			return webhook.Options{}, serving, fmt.Errorf("-webhook-cert-dir: %w", err)
 		}
 		if !ok {
-			return off("no tls.crt and tls.key in -webhook-cert-dir; serve them with `osm-controller webhook` " +
-				"(upstream's webhook Deployment), or mount a certificate there, or set -webhooks=true")
+			return off("no tls.crt and tls.key in -webhook-cert-dir; set -webhooks=true (the controller issues its own certificate), " +
+				"or mount a certificate there, or serve them with `osm-controller webhook` (upstream's webhook Deployment)")
+		}
+		if serving.Certs == "" {
+			serving.Certs = app.WebhookCertsDir
 		}
 	default:
-		return webhook.Options{}, fmt.Errorf("-webhooks: %q is not auto, true or false", f.webhooks)
+		return webhook.Options{}, serving, fmt.Errorf("-webhooks: %q is not auto, true or false", f.webhooks)
 	}
-	log.Info("admission webhooks on", "port", f.webhookPort, "certDir", f.webhookCertDir)
-	return opts, nil
+	log.Info("admission webhooks on; registered once the server serves its certificate", "port", f.webhookPort, "certDir", f.webhookCertDir,
+		"certs", serving.Certs, "secret", secretIfSelf(serving), "service", f.webhookService, "url", f.webhookURL)
+	return opts, serving, nil
+}
+
+func secretIfSelf(s app.WebhookServing) string {
+	if s.Certs == app.WebhookCertsSelf {
+		return s.SecretName
+	}
+	return ""
 }
 
 // webhookMode reports whether the process serves only the webhooks, and the arguments to parse then.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr/funcr"
+
+	"github.com/osmhq/osm/host/app"
 )
 
 // TestWebhookDecision: the controller serves its webhooks when asked to or when the serving certificate is
@@ -24,26 +26,29 @@ func TestWebhookDecision(t *testing.T) {
 	}
 	empty := t.TempDir()
 	for _, tc := range []struct {
-		name, mode, dir string
-		port            int
-		wantPort        int
-		wantLog         string
-		wantErr         string
+		name, mode, certs, dir string
+		port                   int
+		wantPort               int
+		wantCerts              app.WebhookCertMode
+		wantLog                string
+		wantErr                string
 	}{
-		{"auto with a certificate", webhooksAuto, withCert, 9443, 9443, "admission webhooks on", ""},
-		{"auto without a certificate (upstream's controller Deployment)", webhooksAuto, empty, 9443, 0, "admission webhooks off: no tls.crt and tls.key", ""},
-		{"auto with half a certificate", webhooksAuto, onlyCrt, 9443, 0, "admission webhooks off: no tls.crt and tls.key", ""},
-		{"auto with a missing directory", webhooksAuto, filepath.Join(empty, "nope"), 9443, 0, "admission webhooks off", ""},
-		{"forced on", "true", empty, 9443, 9443, "admission webhooks on", ""},
-		{"forced off", "false", withCert, 9443, 0, "admission webhooks off: -webhooks=false", ""},
-		{"port 0", webhooksAuto, withCert, 0, 0, "admission webhooks off: -webhook-port=0", ""},
-		{"bad mode", "maybe", withCert, 9443, 0, "", `-webhooks: "maybe" is not auto, true or false`},
+		{"auto with a certificate (cert-manager's, mounted)", webhooksAuto, "", withCert, 9443, 9443, app.WebhookCertsDir, "admission webhooks on", ""},
+		{"auto without a certificate (upstream's controller Deployment)", webhooksAuto, "", empty, 9443, 0, "", "admission webhooks off: no tls.crt and tls.key", ""},
+		{"auto with half a certificate", webhooksAuto, "", onlyCrt, 9443, 0, "", "admission webhooks off: no tls.crt and tls.key", ""},
+		{"auto with a missing directory", webhooksAuto, "", filepath.Join(empty, "nope"), 9443, 0, "", "admission webhooks off", ""},
+		{"forced on without a certificate: the controller's own", "true", "", empty, 9443, 9443, app.WebhookCertsSelf, "admission webhooks on", ""},
+		{"forced on, cert-manager's certificate", "true", "dir", empty, 9443, 9443, app.WebhookCertsDir, "admission webhooks on", ""},
+		{"forced off", "false", "", withCert, 9443, 0, "", "admission webhooks off: -webhooks=false", ""},
+		{"port 0", webhooksAuto, "", withCert, 0, 0, "", "admission webhooks off: -webhook-port=0", ""},
+		{"bad mode", "maybe", "", withCert, 9443, 0, "", "", `-webhooks: "maybe" is not auto, true or false`},
+		{"bad certificate source", "true", "vault", withCert, 9443, 0, "", "", `-webhook-certs: "vault" is not self or dir`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var lines []string
 			log := funcr.New(func(prefix, args string) { lines = append(lines, args) }, funcr.Options{})
-			f := &flags{webhooks: tc.mode, webhookPort: tc.port, webhookCertDir: tc.dir}
-			opts, err := f.webhookServer(log)
+			f := &flags{webhooks: tc.mode, webhookCerts: tc.certs, webhookPort: tc.port, webhookCertDir: tc.dir}
+			opts, serving, err := f.webhookServer(log)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -53,8 +58,8 @@ func TestWebhookDecision(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if opts.Port != tc.wantPort {
-				t.Errorf("port %d, want %d", opts.Port, tc.wantPort)
+			if opts.Port != tc.wantPort || serving.Certs != tc.wantCerts {
+				t.Errorf("port %d, certificates %q, want %d, %q", opts.Port, serving.Certs, tc.wantPort, tc.wantCerts)
 			}
 			if len(lines) != 1 || !strings.Contains(lines[0], tc.wantLog) || !strings.Contains(lines[0], tc.dir) {
 				t.Errorf("log %q, want one line with %q and the directory", lines, tc.wantLog)

@@ -128,7 +128,7 @@ the default profiles and plugins are embedded, and plugin images come from OCI r
 		SilenceErrors: true,
 	}
 	g.addFlags(root)
-	root.AddCommand(newRenderCommand(g), newLintCommand(g), newDiffCommand(g), newPluginCommand(g), newRegistryCommand(g), newVersionCommand(g), newProfileCommand(g))
+	root.AddCommand(newRenderCommand(g), newLintCommand(g), newDiffCommand(g), newPluginCommand(g), newRegistryCommand(g), newVersionCommand(g), newProfileCommand(g), newUpstreamOverlayCommand())
 	root.SetFlagErrorFunc(suggestFlag)
 	return root
 }

@@ -1,6 +1,6 @@
 // Command run is `make run`: OSM's first hour without a cluster. It starts the kube-apiserver and etcd the
 // integration tests use (envtest, binaries from hack/control-plane.sh), installs OSM's and machine-controller's
-// CRDs and the webhook configurations of deploy/webhooks pointed at 127.0.0.1, and runs the controller in this
+// CRDs and the webhook configurations the controller registers in a cluster, pointed at 127.0.0.1, and runs the controller in this
 // process, webhooks included, with a serving certificate envtest generates: no cert-manager, no image, no
 // kind cluster. It writes a kubeconfig and prints how to use it; Ctrl-C or SIGTERM stops everything, and etcd's
 // data, kept in a temporary directory, goes with it.
@@ -9,7 +9,7 @@
 //	go run ./hack/run -help
 //
 // Run it from the repository root after hack/build-plugins.sh (make run does both): the controller embeds the
-// default plugins, and the webhook configurations and the example are read from deploy/.
+// default plugins, and the example is read from deploy/.
 package main
 
 import (
@@ -31,6 +31,7 @@ import (
 	"github.com/go-logr/logr"
 	uberzap "go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -51,6 +52,7 @@ import (
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/scheme"
 	"github.com/osmhq/osm/host/testenv"
+	osmwebhooks "github.com/osmhq/osm/host/webhooks"
 	"github.com/osmhq/osm/plugins"
 )
 
@@ -59,8 +61,7 @@ const exampleMD = "deploy/examples/machinedeployment-ubuntu.yaml"
 
 // options configure a local run; main fills them from flags.
 type options struct {
-	// Repo is the repository root: the webhook configurations come from its deploy/webhooks, so `make run`
-	// registers exactly what an installation with that component registers.
+	// Repo is the repository root, where the example MachineDeployment is read from.
 	Repo string
 	// StateDir receives the kubeconfig, at a path that stays the same from one run to the next so a shell's
 	// KUBECONFIG keeps working across restarts.
@@ -97,7 +98,7 @@ func main() {
 	// A FlagSet of our own, as cmd/osm-controller has: controller-runtime registers -kubeconfig on
 	// flag.CommandLine.
 	fs := flag.NewFlagSet("run", flag.ExitOnError)
-	fs.StringVar(&o.Repo, "repo", o.Repo, "Repository root (deploy/webhooks and deploy/examples are read from it).")
+	fs.StringVar(&o.Repo, "repo", o.Repo, "Repository root (deploy/examples is read from it).")
 	fs.StringVar(&o.StateDir, "state-dir", filepath.Join(cache, "run"), "Directory the kubeconfig is written to (removed again on exit).")
 	fs.StringVar(&o.PluginCacheDir, "plugin-cache-dir", filepath.Join(cache, "plugins"), "Directory for compiled plugins, kept across runs (osmctl's default).")
 	fs.StringVar(&o.MetricsAddress, "metrics-address", "", "Address of the controller's metrics; a free port on 127.0.0.1 when empty.")
@@ -162,7 +163,8 @@ func newLogger(debug bool) logr.Logger {
 // own; ctx ending during the start is no error.
 func run(ctx context.Context, o options) (err error) {
 	log := o.Logger.WithName("run")
-	webhooks := filepath.Join(o.Repo, "deploy", "webhooks", "webhooks.yaml")
+	// The configurations the controller registers in a cluster (deploy/webhooks ships them empty).
+	validating, mutating := osmwebhooks.Configurations(o.Settings.Namespace, app.DefaultWebhookService)
 	example, err := readExample(filepath.Join(o.Repo, exampleMD))
 	if err != nil {
 		return fmt.Errorf("%w (run from the repository root, or pass -repo)", err)
@@ -191,7 +193,9 @@ func run(ctx context.Context, o options) (err error) {
 		// envtest generates a CA and a serving certificate for 127.0.0.1, and rewrites each configuration's
 		// service reference into a URL on LocalServingHost with that CA: what cert-manager and the Service do in
 		// a cluster.
-		WebhookInstallOptions: envtest.WebhookInstallOptions{Paths: []string{webhooks}, LocalServingHost: "127.0.0.1"},
+		WebhookInstallOptions: envtest.WebhookInstallOptions{LocalServingHost: "127.0.0.1",
+			ValidatingWebhooks: []*admissionregistrationv1.ValidatingWebhookConfiguration{validating},
+			MutatingWebhooks:   []*admissionregistrationv1.MutatingWebhookConfiguration{mutating}},
 	}
 	// Nodes authenticate with bootstrap tokens, as on every cluster machine-controller runs on; the controller
 	// issues them.

@@ -67,8 +67,12 @@ type Options struct {
 	PprofAddress string
 	// LeaderElect enables leader election in Settings.Namespace (-leader-elect).
 	LeaderElect bool
-	// Webhook serves the admission webhooks when Port is not zero.
+	// Webhook serves the admission webhooks when Port is not zero. The server waits for its certificate in
+	// CertDir rather than failing the start.
 	Webhook webhook.Options
+	// WebhookServing is where the certificate comes from and whether the controller registers its webhook
+	// configurations (-webhook-certs and friends); the zero value registers nothing.
+	WebhookServing WebhookServing
 	// Build identifies the controller build.
 	Build string
 	// Logger is the root logger.
@@ -115,8 +119,9 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if o.InProcessRestart {
 		mgrOpts.Controller.SkipNameValidation = ptr.To(true)
 	}
+	certs := &certFiles{dir: o.Webhook.CertDir}
 	if o.Webhook.Port != 0 {
-		mgrOpts.WebhookServer = webhook.NewServer(o.Webhook)
+		mgrOpts.WebhookServer = newWebhookServer(o.Webhook, certs)
 	}
 	if separate {
 		mgrOpts.Cache = mgmtCacheOptions(o.Settings.Namespace)
@@ -231,9 +236,11 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		if err := webhooks.SetupExtensions(mgr, mgr.GetClient(), &validation.ExtensionValidator{Plugins: source, Settings: settings}); err != nil {
 			return nil, err
 		}
-		if err := mgr.AddReadyzCheck("webhooks", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		if err := setupWebhookServing(ctx, mgr, o, certs); err != nil {
 			return nil, err
 		}
+	} else if err := mgr.Add(&deregistration{reader: mgr.GetAPIReader(), writer: mgr.GetClient(), log: o.Logger.WithName("webhook-serving")}); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, err

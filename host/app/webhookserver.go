@@ -57,7 +57,7 @@ func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
 		LeaderElectionID:              "operating-system-manager-webhook",
 		LeaderElectionNamespace:       o.Settings.Namespace,
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(o.Webhook),
+		WebhookServer:                 newWebhookServer(o.Webhook, &certFiles{dir: o.Webhook.CertDir}),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

@@ -6,15 +6,16 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// Names of the webhook configurations deploy/ installs.
+// Names of the webhook configurations: deploy/webhooks ships them empty, the controller registers its webhooks
+// in them once it serves (host/app).
 const (
 	ValidatingConfigName = "operating-system-manager"
 	MutatingConfigName   = "operating-system-manager"
 )
 
 // Configurations returns the webhook configurations that route admission requests to the controller's
-// service. deploy/webhooks/webhooks.yaml holds the same objects (a test keeps them in sync); integration tests install
-// these into envtest, which points them at the test process.
+// service: what the controller registers once it serves its certificate (host/app); integration tests and
+// `make run` install these into envtest, which points them at the process.
 func Configurations(namespace, service string) (*admissionregistrationv1.ValidatingWebhookConfiguration, *admissionregistrationv1.MutatingWebhookConfiguration) {
 	ref := func(path string) admissionregistrationv1.WebhookClientConfig {
 		return admissionregistrationv1.WebhookClientConfig{Service: &admissionregistrationv1.ServiceReference{
