@@ -16,6 +16,8 @@ import (
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/osmhq/osm/host/webhooks"
 )
 
 // A start-up check: before the manager starts, the controller asks the API servers whether they serve the kinds
@@ -75,6 +77,8 @@ var workerKinds = []kindCheck{
 type access struct {
 	group, resource, subresource, namespace, name string
 	verbs                                         []string
+	// fix says what grants it; fixRBAC when empty.
+	fix string
 }
 
 const (
@@ -103,6 +107,32 @@ var workerAccess = []access{
 	{resource: "configmaps", namespace: "kube-public", name: "cluster-info", verbs: []string{"get"}},
 }
 
+const fixWebhookRBAC = "apply the webhooks component's RBAC: deploy/webhooks/rbac.yaml (docs/operations.md)"
+
+// webhookAccess is what serving the admission webhooks takes beyond mgmtAccess (deploy/webhooks' RBAC): the
+// configurations are watched and filled in by this controller in every certificate mode but the external one, and
+// with its own certificate (WebhookCertsSelf) the rotator keeps the key pair in a Secret. Checked at start, since
+// without them the rotator gives up after seconds and the controller would exit with the refusal buried in its log.
+func webhookAccess(s *WebhookServing) []access {
+	if s == nil || s.Certs == WebhookCertsExternal {
+		return nil
+	}
+	d := s.withDefaults()
+	out := []access{
+		{group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", verbs: []string{"get", "list", "watch"}},
+		{group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", verbs: []string{"get", "list", "watch"}},
+		{group: "admissionregistration.k8s.io", resource: "validatingwebhookconfigurations", name: webhooks.ValidatingConfigName, verbs: []string{"update"}},
+		{group: "admissionregistration.k8s.io", resource: "mutatingwebhookconfigurations", name: webhooks.MutatingConfigName, verbs: []string{"update"}},
+	}
+	if d.Certs == WebhookCertsSelf {
+		out = append(out, access{resource: "secrets", namespace: nsController, name: d.SecretName, verbs: []string{"get", "update"}})
+	}
+	for i := range out {
+		out[i].fix = fixWebhookRBAC
+	}
+	return out
+}
+
 var leaseAccess = access{group: "coordination.k8s.io", resource: "leases", namespace: nsController, verbs: []string{"get", "create", "update"}}
 
 // PreflightOptions say where the controller runs.
@@ -111,6 +141,8 @@ type PreflightOptions struct {
 	// Namespace is -namespace; UserDataNamespace is where the user-data Secrets go.
 	Namespace, UserDataNamespace string
 	LeaderElect                  bool
+	// Webhooks is how the admission webhooks are served, nil when they are off.
+	Webhooks *WebhookServing
 }
 
 // Preflight returns the kinds and permissions the controller lacks, or nil. Errors talking to the API servers
@@ -129,7 +161,7 @@ func Preflight(ctx context.Context, o PreflightOptions) ([]Problem, error) {
 		kinds  []kindCheck
 		access []access
 	}{
-		{o.Mgmt, names["mgmt"], mgmtKinds, leases(mgmtAccess, o.LeaderElect)},
+		{o.Mgmt, names["mgmt"], mgmtKinds, append(leases(mgmtAccess, o.LeaderElect), webhookAccess(o.Webhooks)...)},
 		{worker, names["worker"], workerKinds, workerAccess},
 	} {
 		cfg := rest.CopyConfig(c.cfg)
@@ -282,7 +314,11 @@ func missingAccess(ctx context.Context, authz authorizationv1client.Authorizatio
 		if a.namespace != "" {
 			where = "in namespace " + a.namespace
 		}
-		out = append(out, Problem{Cluster: cluster, What: fmt.Sprintf("may not %s %s %s", strings.Join(verbs, ", "), res, where), Fix: fixRBAC})
+		fix := a.fix
+		if fix == "" {
+			fix = fixRBAC
+		}
+		out = append(out, Problem{Cluster: cluster, What: fmt.Sprintf("may not %s %s %s", strings.Join(verbs, ", "), res, where), Fix: fix})
 	}
 	return out, nil
 }
@@ -291,8 +327,12 @@ func missingAccess(ctx context.Context, authz authorizationv1client.Authorizatio
 // a profile (a Warning event, best effort: the identity may lack that too), so that `kubectl describe` shows why
 // nothing renders, and returns a PreflightError.
 func preflight(ctx context.Context, o Options) error {
-	problems, err := Preflight(ctx, PreflightOptions{Mgmt: o.Mgmt, Worker: o.Worker, Namespace: o.Settings.Namespace,
-		UserDataNamespace: o.Settings.CloudInitSettingsNamespace, LeaderElect: o.LeaderElect})
+	po := PreflightOptions{Mgmt: o.Mgmt, Worker: o.Worker, Namespace: o.Settings.Namespace,
+		UserDataNamespace: o.Settings.CloudInitSettingsNamespace, LeaderElect: o.LeaderElect}
+	if o.Webhook.Port != 0 {
+		po.Webhooks = &o.WebhookServing
+	}
+	problems, err := Preflight(ctx, po)
 	if err != nil {
 		o.Logger.Error(err, "start-up check skipped: the API server did not answer it; starting anyway")
 		return nil

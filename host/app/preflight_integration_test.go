@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -230,12 +231,42 @@ func TestPreflightNamesWhatUpstreamLeaves(t *testing.T) {
 	if err != nil || len(problems) != 0 {
 		t.Errorf("with OSM's CRDs and deploy/rbac.yaml: %v %v", problems, err)
 	}
+
+	// Webhooks on with the controller's own certificate, without deploy/webhooks' RBAC: the check names the
+	// webhook configurations and the certificate's Secret (the rotator would otherwise give up and the
+	// controller exit with the refusal in its log); with it, the check passes.
+	self := &app.WebhookServing{Certs: app.WebhookCertsSelf}
+	problems, err = app.Preflight(ctx, app.PreflightOptions{Mgmt: asController, Namespace: "kube-system", UserDataNamespace: userDataNS, Webhooks: self})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(problems)
+	for _, want := range []string{
+		"may not update validatingwebhookconfigurations.admissionregistration.k8s.io operating-system-manager",
+		"may not get, list, watch mutatingwebhookconfigurations.admissionregistration.k8s.io",
+		"may not update secrets " + app.DefaultWebhookCertSecret + " in namespace kube-system",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("webhooks without deploy/webhooks' RBAC: the check does not say %q: %s", want, got)
+		}
+	}
+	applyAll(t, env, manifestDocs(t, filepath.Join("deploy", "webhooks", "rbac.yaml")))
+	problems, err = app.Preflight(ctx, app.PreflightOptions{Mgmt: asController, Namespace: "kube-system", UserDataNamespace: userDataNS, Webhooks: self})
+	if err != nil || len(problems) != 0 {
+		t.Errorf("webhooks with deploy/webhooks' RBAC: %v %v", problems, err)
+	}
 }
 
 // deployRBAC is deploy/rbac.yaml's objects.
 func deployRBAC(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "deploy", "rbac.yaml"))
+	return manifestDocs(t, filepath.Join("deploy", "rbac.yaml"))
+}
+
+// manifestDocs is the objects of a YAML file of the repository.
+func manifestDocs(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))
 	if err != nil {
 		t.Fatal(err)
 	}
