@@ -139,9 +139,13 @@ var (
 	assetsErr  error
 )
 
-// Kubectl returns the path of the kubectl built with the control plane.
+// Kubectl returns the path of the kubectl built with the control plane. Under -short the test is skipped, as
+// with Start: on a cold cache, getting kubectl means building the whole control plane, which make unit never does.
 func Kubectl(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs kubectl, built with the control plane: make test runs it, make unit (-short) does not")
+	}
 	dir, err := AssetsDir()
 	if err != nil {
 		t.Fatal(err)
