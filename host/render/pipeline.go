@@ -96,15 +96,8 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 	out.pluginContext.Secrets.Plugin = out.PluginSecretPlaceholders()
 	data := m.templateData(cr.config)
 	osp := m.Profile
-	// Both stages render on one sandbox instance: one instance per MachineDeployment, none shared between them.
-	renderer := plugin
-	if plugin != nil {
-		var end func()
-		if renderer, end, err = withSession(ctx, plugin); err != nil {
-			return nil, err
-		}
-		defer end()
-	}
+	// Each plugin call (each stage's render, each encoding) runs on a sandbox instance of its own: nothing an
+	// instance holds reaches another call, of this MachineDeployment or another.
 	for _, st := range []struct {
 		stage   abi.Stage
 		section string
@@ -113,7 +106,7 @@ func (r *Renderer) Render(ctx context.Context, in Input) (*Output, error) {
 		{abi.StageBootstrap, "spec.bootstrapConfig", &osp.Spec.BootstrapConfig},
 		{abi.StageProvisioning, "spec.provisioningConfig", &osp.Spec.ProvisioningConfig},
 	} {
-		cfg, err := out.renderStage(ctx, r, m, st.stage, st.section, st.cfg, cr, data, renderer, pipeline)
+		cfg, err := out.renderStage(ctx, r, m, st.stage, st.section, st.cfg, cr, data, plugin, pipeline)
 		if err != nil {
 			return nil, err
 		}

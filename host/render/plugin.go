@@ -20,42 +20,6 @@ type Plugin interface {
 	Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error)
 }
 
-// PluginSession renders several stages of one MachineDeployment on one sandbox instance. Close discards it.
-type PluginSession interface {
-	Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error)
-	Close()
-}
-
-// sessionPlugin is a Plugin that can render a MachineDeployment's stages in one session, paying for one sandbox
-// instance instead of one per stage.
-type sessionPlugin interface {
-	Session(ctx context.Context) (PluginSession, error)
-}
-
-// withSession returns p rendering through one session, and the function that ends it; p itself when it has no
-// sessions.
-func withSession(ctx context.Context, p Plugin) (Plugin, func(), error) {
-	sp, ok := p.(sessionPlugin)
-	if !ok {
-		return p, func() {}, nil
-	}
-	s, err := sp.Session(ctx)
-	if err != nil {
-		return nil, nil, pluginFailed(err)
-	}
-	return sessionRender{Plugin: p, s: s}, s.Close, nil
-}
-
-// sessionRender is a Plugin whose renders go to a session.
-type sessionRender struct {
-	Plugin
-	s PluginSession
-}
-
-func (r sessionRender) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
-	return r.s.Render(ctx, req)
-}
-
 // PluginSource resolves a profile's plugin reference to a loaded plugin.
 type PluginSource interface {
 	// Resolve loads the plugin a profile in namespace refers to. Errors carry a condition reason (see
