@@ -165,7 +165,12 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	var defaults []*osmv1alpha1.OperatingSystemProfile
+	if !o.DisableDefaultOSPs {
+		defaults = o.Defaults
+	}
 	oscReconciler := &osc.Reconciler{
+		TakesOver: osp.TakesOver(defaults, settings.Namespace),
 		Mgmt: mgmtClient, Worker: workerClient, MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
@@ -194,10 +199,6 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	}
 	if err := rolloutReconciler.SetupWithManager(mgr, worker, metrics.Registry); err != nil {
 		return nil, err
-	}
-	var defaults []*osmv1alpha1.OperatingSystemProfile
-	if !o.DisableDefaultOSPs {
-		defaults = o.Defaults
 	}
 	ospReconciler := &osp.Reconciler{Client: mgr.GetClient(), Plugins: source, Recorder: mgr.GetEventRecorderFor("operating-system-manager"), //nolint:staticcheck // see above
 		Namespace: settings.Namespace, Defaults: defaults}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/controllers/internal/failure"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/internal/parallel"
@@ -71,6 +72,10 @@ type Reconciler struct {
 	Build string
 	// StalledRetry is how long to wait before retrying a failure a plugin might not repeat (a timeout).
 	StalledRetry time.Duration
+	// TakesOver reports whether a profile is about to be replaced by one of OSM's default profiles (upstream
+	// OSM's default profiles, at start); nil when none are. A MachineDeployment naming such a profile waits for
+	// the replacement instead of rendering it (see awaitingTakeover).
+	TakesOver func(*osmv1alpha1.OperatingSystemProfile) bool
 
 	settingsHash string
 	metrics      *metrics
@@ -107,6 +112,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
+	if r.awaitingTakeover(ctx, md) {
+		return ctrl.Result{RequeueAfter: takeoverRecheck}, nil
+	}
 	start := time.Now()
 	defer func() {
 		result, err = r.report(ctx, st, err)
@@ -142,6 +150,9 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) error {
 		if st.done {
 			break
 		}
+	}
+	if err := r.removeUnneededKubeletSecret(ctx, st); err != nil {
+		return err
 	}
 	r.removeUpstreamLeftovers(ctx, st.md)
 	return nil
@@ -188,4 +199,24 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, st *state, md *cluster
 	err := r.Worker.Patch(ctx, md, patch)
 	st.expect(err, expectation{cache: r.Worker, obj: md.DeepCopy(), before: before, gone: true})
 	return err
+}
+
+// takeoverRecheck is how soon a MachineDeployment waiting for its profile's takeover looks again, should the
+// profile's update (which brings it back through the profile watch) be missed.
+const takeoverRecheck = 2 * time.Second
+
+// awaitingTakeover reports whether md names a profile that TakesOver: upstream OSM's default profile, which the
+// profile controller replaces with OSM's within a second of start. Rendering it first would write user-data
+// (and a kubelet bootstrap Secret) from the profile about to go, to be replaced right after: twice the writes,
+// and a window in which new machines get user-data of neither. Nothing is written while waiting.
+func (r *Reconciler) awaitingTakeover(ctx context.Context, md *clusterv1alpha1.MachineDeployment) bool {
+	if r.TakesOver == nil {
+		return false
+	}
+	osp := &osmv1alpha1.OperatingSystemProfile{}
+	if err := r.Mgmt.Get(ctx, r.profileKey(md), osp); err != nil || !r.TakesOver(osp) {
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).V(1).Info("waiting for OSM's default profile to replace upstream OSM's", "profile", klog.KObj(osp))
+	return true
 }
