@@ -230,7 +230,6 @@ func impersonating(kc []byte, user, dir string) (string, error) {
 	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
-
 // waitForUserData waits until every MachineDeployment has both user-data Secrets and upstream's OSC.
 func waitForUserData(ctx context.Context, c client.Client, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)

@@ -171,7 +171,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	}
 	oscReconciler := &osc.Reconciler{
 		TakesOver: osp.TakesOver(defaults, settings.Namespace),
-		Mgmt: mgmtClient, Worker: workerClient, MgmtAPIReader: mgr.GetAPIReader(),
+		Mgmt:      mgmtClient, Worker: workerClient, MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
 			BootstrapTokenTTL: o.BootstrapTokenTTL},
