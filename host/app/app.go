@@ -170,8 +170,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		defaults = o.Defaults
 	}
 	oscReconciler := &osc.Reconciler{
-		TakesOver: osp.TakesOver(defaults, settings.Namespace),
-		Mgmt:      mgmtClient, Worker: workerClient, MgmtAPIReader: mgr.GetAPIReader(),
+		Mgmt: mgmtClient, Worker: workerClient, MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
 			BootstrapTokenTTL: o.BootstrapTokenTTL},
@@ -181,6 +180,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		Recorder:     worker.GetEventRecorderFor("operating-system-manager"), //nolint:staticcheck // the reconcilers record through record.EventRecorder
 		Build:        o.Build,
 		StalledRetry: 10 * time.Minute,
+		TakesOver:    osp.TakesOver(defaults, settings.Namespace),
 	}
 	workers := o.WorkerCount
 	if workers <= 0 {
