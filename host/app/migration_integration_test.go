@@ -3,74 +3,58 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/controllers/osc"
 	ospctl "github.com/osmhq/osm/host/controllers/osp"
+	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
 )
 
-// TestMigrationFromUpstream follows docs/migration.md from what upstream OSM v1.11.2 leaves in a cluster:
-// upstream's CRDs, RBAC and default profiles (testdata with provenance), two MachineDeployments with upstream's
-// OperatingSystemConfigs "<md>-<ns>-config", user-data Secrets and kubelet bootstrap Secrets, and the shared
-// cloud-init-getter token. The guide's steps (OSM's CRDs and RBAC applied over upstream's, the getter token
-// deleted) and OSM's controller started as its ServiceAccount, with its start-up check: every upstream default
-// profile is replaced by OSM's v2 one, an operator's own profile is not, every MachineDeployment is
-// re-rendered by OSM from OSM's profile, upstream's OSCs and kubelet bootstrap Secrets are removed, and the
-// MachineDeployments can be patched at every step.
+// TestMigrationFromUpstream follows docs/migration.md from what upstream OSM v1.11.2 really left in a cluster:
+// the capture of testdata/upstream-v1.11.2/capture (hack/capture-upstream ran upstream's own controller): six
+// MachineDeployments in two namespaces, three clouds and four operating systems, upstream's default profiles,
+// OperatingSystemConfigs, 12 immutable user-data Secrets, kubelet bootstrap Secrets, bootstrap tokens and the
+// getter token with its Role, upstream's webhook configurations, CRDs and RBAC. The guide's steps run in order
+// (webhooks removed, OSM's CRDs and RBAC applied, upstream's own RBAC deleted by the guide's commands, the
+// getter revoked) and OSM's controller starts as its ServiceAccount with its start-up check. Then: every
+// upstream default profile is OSM's v2 one, an operator's own profile is untouched, every MachineDeployment's
+// user-data is OSM's (upstream's immutable Secrets replaced), upstream's OSCs and kubelet bootstrap Secrets are
+// gone and OSM left no kubelet bootstrap Secret its profiles do not use, no write was refused (no WriteFailed
+// event), and the MachineDeployments can be patched at every step.
 func TestMigrationFromUpstream(t *testing.T) {
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client
-	ensureNamespace(t, env, userDataNS)
-	clusterInfo(t, env)
+	mds, upstreamDefaults := leaveCapturedUpstream(t, env)
+	removeUpstreamWebhooks(t, env)
 
-	// What upstream v1.11.2 left.
-	applyAll(t, env, upstreamDocs(t, "rbac-controller.yaml"))
-	useUpstreamCRDs(t, env)
-	entries, err := os.ReadDir(filepath.Join(upstreamData, "osps"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var upstreamDefaults []string
-	for _, e := range entries {
-		applyAll(t, env, upstreamDocs(t, filepath.Join("osps", e.Name())))
-		upstreamDefaults = append(upstreamDefaults, strings.TrimSuffix(e.Name(), ".yaml"))
-	}
-	// An operator's profile, templates only, copied from upstream's Ubuntu one under its own name.
+	// An operator's profile, templates only, copied from upstream's Ubuntu one under its own name, and a
+	// MachineDeployment using it.
 	custom := upstreamDocs(t, filepath.Join("osps", "osp-ubuntu.yaml"))[0]
 	custom.SetName("osp-ubuntu-site")
 	applyAll(t, env, []*unstructured.Unstructured{custom})
-
-	mds := []*clusterv1alpha1.MachineDeployment{newMD(t, "workers", "ubuntu", "aws", "osp-ubuntu"), newMD(t, "site", "ubuntu", "aws", "osp-ubuntu-site")}
-	for _, md := range mds {
-		if err := c.Create(ctx, md); err != nil {
-			t.Fatal(err)
-		}
-		leaveUpstreamObjects(t, env, md)
-	}
-	getter := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: "cloud-init-getter-token",
-		Annotations: map[string]string{corev1.ServiceAccountNameKey: "cloud-init-getter"}}, Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{"token": []byte("shared-token-reading-every-user-data-secret")}}
-	if err := c.Create(ctx, getter); err != nil {
+	site := newMD(t, "site", "ubuntu", "aws", "osp-ubuntu-site")
+	if err := c.Create(ctx, site); err != nil {
 		t.Fatal(err)
 	}
+	mds = append(mds, site)
 	patchMDs := func(step string) {
 		t.Helper()
 		for _, md := range mds {
@@ -81,25 +65,8 @@ func TestMigrationFromUpstream(t *testing.T) {
 			}
 		}
 	}
-	patchMDs("upstream")
 
-	// The guide: OSM's CRDs and RBAC over upstream's, then the shared getter token goes.
-	useOSMCRDs(t, env)
-	applyAll(t, env, deployRBAC(t))
-	patchMDs("manifests applied")
-	if err := c.Delete(ctx, getter); err != nil {
-		t.Fatal(err)
-	}
-
-	asController := rest.CopyConfig(env.Config)
-	asController.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:operating-system-manager"}
-	sa := &testenv.Env{Config: asController, Client: env.Client, Webhook: env.Webhook}
-	defaults, err := plugins.DefaultProfiles()
-	if err != nil {
-		t.Fatal(err)
-	}
-	startOSM(t, sa, nil, app.Options{Builtins: plugins.Builtin(), Defaults: defaults, Preflight: true, WorkerCount: 2})
-	patchMDs("controller started")
+	takeOver(t, env, patchMDs)
 
 	for _, name := range upstreamDefaults {
 		eventually(t, wait, "upstream's "+name+" taken over", func() error {
@@ -113,79 +80,214 @@ func TestMigrationFromUpstream(t *testing.T) {
 			return nil
 		})
 	}
-	site := &osmv1alpha1.OperatingSystemProfile{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "osp-ubuntu-site"}, site); err != nil || site.Spec.Version != "v1.11.2" || site.Spec.Plugin != nil {
-		t.Errorf("the operator's profile changed: %v %+v", err, site.Spec.Version)
+	siteOSP := &osmv1alpha1.OperatingSystemProfile{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: "osp-ubuntu-site"}, siteOSP); err != nil || siteOSP.Spec.Version != "v1.11.2" || siteOSP.Spec.Plugin != nil {
+		t.Errorf("the operator's profile changed: %v %+v", err, siteOSP.Spec.Version)
 	}
 
 	for _, md := range mds {
-		eventually(t, wait, "MachineDeployment "+md.Name+" rendered by OSM, upstream's leftovers gone", func() error {
-			cur := &osmv1alpha1.OperatingSystemConfig{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: md.Name + "." + md.Namespace + "-config"}, cur); err != nil {
-				return fmt.Errorf("OSM's OSC: %w", err)
-			}
-			if cur.Annotations[osc.AnnotationRenderHash] == "" {
-				return fmt.Errorf("OSM's OSC is not rendered yet")
-			}
-			s := &corev1.Secret{}
-			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: md.Name + "-" + md.Namespace + "-bootstrap-config"}, s); err != nil {
-				return err
-			}
-			if s.Annotations[osc.AnnotationRenderHash] == "" || strings.Contains(string(s.Data["cloud-config"]), "upstream") {
-				return fmt.Errorf("bootstrap Secret still upstream's: %v", s.Annotations)
-			}
-			for _, o := range []client.Object{
-				&osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: osmNamespace, Name: osc.UpstreamOSCName(md)}},
-				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: osc.UpstreamKubeletSecretName(md)}},
-			} {
-				if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
-					return fmt.Errorf("upstream's %s still there (%w)", o.GetName(), err)
-				}
-			}
-			return nil
+		eventually(t, wait, "MachineDeployment "+md.Namespace+"/"+md.Name+" rendered by OSM, upstream's leftovers gone", func() error {
+			return renderedByOSM(ctx, c, md)
 		})
 	}
-	if s := waitForSecret(t, c, "workers-kube-system-provisioning-config", "1"); !strings.Contains(string(s.Data["cloud-config"]), "osm-setup") {
-		t.Errorf("the provisioning Secret of workers is not rendered from OSM's osp-ubuntu")
+	if s := waitForSecret(t, c, "ubuntu-aws-kube-system-provisioning-config", "1"); !strings.Contains(string(s.Data["cloud-config"]), "osm-setup") {
+		t.Errorf("the provisioning Secret of ubuntu-aws is not rendered from OSM's osp-ubuntu")
 	}
+	noRefusedWrites(t, c, mds)
 	patchMDs("migrated")
 }
 
-// leaveUpstreamObjects creates what upstream OSM v1.11.2 writes for md: its OSC in -namespace, the two
-// user-data Secrets and the kubelet bootstrap kubeconfig Secret.
-func leaveUpstreamObjects(t *testing.T, env *testenv.Env, md *clusterv1alpha1.MachineDeployment) {
+// leaveCapturedUpstream puts into env what upstream OSM v1.11.2 left (testdata/upstream-v1.11.2/capture, and
+// upstream's CRDs, RBAC and webhook configurations), with kube-public/cluster-info, and returns the captured
+// MachineDeployments and the names of upstream's default profiles.
+func leaveCapturedUpstream(t *testing.T, env *testenv.Env) ([]*clusterv1alpha1.MachineDeployment, []string) {
 	t.Helper()
 	ctx := context.Background()
-	ann := map[string]string{"k8c.io/machine-deployment-revision": "1", "k8c.io/operating-system-profile-version": "v1.11.2"}
-	u := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(fmt.Sprintf(`apiVersion: operatingsystemmanager.k8c.io/v1alpha1
-kind: OperatingSystemConfig
-metadata: {name: %s, namespace: %s}
-spec:
-  osName: ubuntu
-  osVersion: "24.04"
-  cloudProvider: {name: aws, spec: {}}
-  provisioningUtility: cloud-init
-  bootstrapConfig:
-    files: [{path: /opt/bin/bootstrap, content: {inline: {data: "#!/bin/bash\necho upstream\n"}}}]
-  provisioningConfig:
-    files: [{path: /opt/bin/setup, content: {inline: {data: "#!/bin/bash\necho upstream\n"}}}]
-`, osc.UpstreamOSCName(md), osmNamespace)), &u.Object); err != nil {
+	ensureNamespace(t, env, userDataNS)
+	clusterInfo(t, env)
+	applyAll(t, env, upstreamDocs(t, "rbac-controller.yaml"))
+	useUpstreamCRDs(t, env)
+	files, err := filepath.Glob(filepath.Join(upstreamData, "capture", "[1-7]*.yaml"))
+	if err != nil || len(files) != 7 {
+		t.Fatalf("the capture: %v %v", files, err)
+	}
+	for _, f := range files {
+		applyAll(t, env, upstreamDocs(t, strings.TrimPrefix(f, upstreamData+"/")))
+	}
+	// Upstream's webhook configurations, as its manifests install them (their CA comes from cert-manager's
+	// injector, which this cluster lacks; the guide removes them first anyway).
+	for _, o := range upstreamDocs(t, filepath.Join("capture", "80-webhook.yaml")) {
+		if strings.HasSuffix(o.GetKind(), "WebhookConfiguration") {
+			applyAll(t, env, []*unstructured.Unstructured{o})
+		}
+	}
+	immutable := 0
+	secrets := &corev1.SecretList{}
+	if err := env.Client.List(ctx, secrets, client.InNamespace(userDataNS)); err != nil {
 		t.Fatal(err)
 	}
-	u.SetAnnotations(ann)
-	if err := env.Client.Create(ctx, u); err != nil {
-		t.Fatalf("upstream's OSC: %v", err)
-	}
-	for _, s := range []*corev1.Secret{
-		{ObjectMeta: metav1.ObjectMeta{Name: md.Name + "-" + md.Namespace + "-bootstrap-config"}, Data: map[string][]byte{"cloud-config": []byte("#cloud-config\n# upstream\n")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: md.Name + "-" + md.Namespace + "-provisioning-config"}, Data: map[string][]byte{"cloud-config": []byte("#cloud-config\n# upstream\n")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: osc.UpstreamKubeletSecretName(md)}, Data: map[string][]byte{"kubeconfig": []byte("upstream bootstrap kubeconfig with a token")}},
-	} {
-		s.Namespace = userDataNS
-		s.Annotations = ann
-		if err := env.Client.Create(ctx, s); err != nil {
-			t.Fatalf("upstream's Secret %s: %v", s.Name, err)
+	for _, s := range secrets.Items {
+		if s.Immutable != nil && *s.Immutable {
+			immutable++
 		}
+	}
+	if immutable != 12 {
+		t.Fatalf("the capture holds %d immutable user-data Secrets, want 12", immutable)
+	}
+	list := &clusterv1alpha1.MachineDeploymentList{}
+	if err := env.Client.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	var mds []*clusterv1alpha1.MachineDeployment
+	for i := range list.Items {
+		mds = append(mds, &list.Items[i])
+	}
+	osps := &osmv1alpha1.OperatingSystemProfileList{}
+	if err := env.Client.List(ctx, osps, client.InNamespace(osmNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	var defaults []string
+	for _, o := range osps.Items {
+		defaults = append(defaults, o.Name)
+	}
+	if len(mds) != 6 || len(defaults) != 6 {
+		t.Fatalf("the capture holds %d MachineDeployments and %d profiles, want 6 and 6", len(mds), len(defaults))
+	}
+	return mds, defaults
+}
+
+// removeUpstreamWebhooks is the guide's step 1 (docs/migration.md): upstream's webhook configurations, which
+// refuse every MachineDeployment and profile write while no webhook serves them.
+func removeUpstreamWebhooks(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	md := &clusterv1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "ubuntu-aws"}}
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"migration-step":"webhooks"}}}`))
+	if err := env.Client.Patch(context.Background(), md, patch); err == nil || !strings.Contains(err.Error(), "operating-system-manager-webhook") {
+		t.Errorf("with upstream's webhook configurations and no webhook, a MachineDeployment patch gave %v", err)
+	}
+	for _, o := range []client.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "operatingsystemmanager.k8c.io"}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "operatingsystemmanager.k8c.io"}},
+	} {
+		if err := env.Client.Delete(context.Background(), o); err != nil {
+			t.Fatalf("step 1: %v", err)
+		}
+	}
+	if err := env.Client.Patch(context.Background(), md, patch); err != nil {
+		t.Errorf("without upstream's webhooks: %v", err)
+	}
+}
+
+// takeOver runs the guide's steps 2 to 4 (docs/migration.md) on a cluster upstream left, OSM's controller
+// started as its ServiceAccount with its start-up check, calling patchMDs after each step.
+func takeOver(t *testing.T, env *testenv.Env, patchMDs func(step string)) {
+	t.Helper()
+	ctx := context.Background()
+	c := env.Client
+	// Step 2: OSM's CRDs and RBAC over upstream's.
+	useOSMCRDs(t, env)
+	applyAll(t, env, deployRBAC(t))
+	patchMDs("manifests applied")
+	// The guide's RBAC step: upstream's own objects only (OSM's Roles in kube-system and cloud-init-settings
+	// have upstream's names and replaced them in step 2).
+	for _, o := range guideUpstreamRBAC() {
+		if err := c.Delete(ctx, o); err != nil {
+			t.Fatalf("deleting upstream's RBAC %T %s/%s: %v", o, o.GetNamespace(), o.GetName(), err)
+		}
+	}
+
+	asController := rest.CopyConfig(env.Config)
+	asController.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:operating-system-manager"}
+	sa := &testenv.Env{Config: asController, Client: env.Client, Webhook: env.Webhook}
+	defaults, err := plugins.DefaultProfiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	startOSM(t, sa, nil, app.Options{Builtins: plugins.Builtin(), Defaults: defaults, Preflight: true, WorkerCount: 2})
+	patchMDs("controller started")
+
+	// Step 4: the getter revoked.
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: "cloud-init-getter-token"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: "cloud-init-getter"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: "cloud-init-getter"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: "cloud-init-getter"}},
+	} {
+		if err := c.Delete(ctx, o); err != nil {
+			t.Fatalf("step 4: %v", err)
+		}
+	}
+	patchMDs("getter revoked")
+}
+
+// guideUpstreamRBAC are the objects the guide's commands delete as upstream's RBAC (docs/migration.md, step 2):
+// the ones OSM's deploy/rbac.yaml does not replace under the same name.
+func guideUpstreamRBAC() []client.Object {
+	return []client.Object{
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-public", Name: "operating-system-manager"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-public", Name: "operating-system-manager"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "operating-system-manager"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "operating-system-manager"}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "system:operating-system-manager"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "system:operating-system-manager"}},
+	}
+}
+
+// renderedByOSM says why md's user-data is not OSM's yet, or that upstream's objects for it remain, or that a
+// kubelet bootstrap Secret was left that its profile does not use.
+func renderedByOSM(ctx context.Context, c client.Client, md *clusterv1alpha1.MachineDeployment) error {
+	cur := &osmv1alpha1.OperatingSystemConfig{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: md.Name + "." + md.Namespace + "-config"}, cur); err != nil {
+		return fmt.Errorf("OSM's OSC: %w", err)
+	}
+	if cur.Annotations[osc.AnnotationRenderHash] == "" {
+		return fmt.Errorf("OSM's OSC is not rendered yet")
+	}
+	for _, stage := range []string{"bootstrap", "provisioning"} {
+		s := &corev1.Secret{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: md.Name + "-" + md.Namespace + "-" + stage + "-config"}, s); err != nil {
+			return err
+		}
+		if s.Annotations[osc.AnnotationRenderHash] != cur.Annotations[osc.AnnotationRenderHash] {
+			return fmt.Errorf("%s Secret still upstream's or not current: %v", stage, s.Annotations)
+		}
+	}
+	for _, o := range []client.Object{
+		&osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: osmNamespace, Name: osc.UpstreamOSCName(md)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: userDataNS, Name: osc.UpstreamKubeletSecretName(md)}},
+	} {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("upstream's %s still there (%w)", o.GetName(), err)
+		}
+	}
+	osp := &osmv1alpha1.OperatingSystemProfile{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: md.Annotations[clusterv1alpha1.AnnotationOSP]}, osp); err != nil {
+		return err
+	}
+	kubelet := &corev1.Secret{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: render.KubeletBootstrapSecretName(md)}, kubelet)
+	if osp.Spec.Plugin != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("kubelet bootstrap Secret %s left, which plugin profile %s does not use (%v)", render.KubeletBootstrapSecretName(md), osp.Name, err)
+	}
+	return nil
+}
+
+// noRefusedWrites fails the test for every WriteFailed event on mds: a write the API server refused (an update
+// of an immutable Secret, say).
+func noRefusedWrites(t *testing.T, c client.Client, mds []*clusterv1alpha1.MachineDeployment) {
+	t.Helper()
+	for _, ns := range []string{"kube-system", "team-a"} {
+		events := &corev1.EventList{}
+		if err := c.List(context.Background(), events, client.InNamespace(ns)); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range events.Items {
+			if e.Reason == osmv1alpha1.ReasonWriteFailed || strings.Contains(e.Message, "field is immutable") {
+				t.Errorf("refused write: %s %s/%s: %s", e.Reason, e.InvolvedObject.Namespace, e.InvolvedObject.Name, e.Message)
+			}
+		}
+	}
+	if len(mds) == 0 {
+		t.Error("no MachineDeployments checked")
 	}
 }
