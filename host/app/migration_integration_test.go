@@ -179,8 +179,9 @@ func removeUpstreamWebhooks(t *testing.T, env *testenv.Env) {
 }
 
 // takeOver runs the guide's steps 2 to 4 (docs/migration.md) on a cluster upstream left, OSM's controller
-// started as its ServiceAccount with its start-up check, calling patchMDs after each step.
-func takeOver(t *testing.T, env *testenv.Env, patchMDs func(step string)) {
+// started as its ServiceAccount with its start-up check, calling patchMDs after each step. It returns what stops
+// the controller (the test's end does, too).
+func takeOver(t *testing.T, env *testenv.Env, patchMDs func(step string)) (stop func()) {
 	t.Helper()
 	ctx := context.Background()
 	c := env.Client
@@ -203,7 +204,15 @@ func takeOver(t *testing.T, env *testenv.Env, patchMDs func(step string)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startOSM(t, sa, nil, app.Options{Builtins: plugins.Builtin(), Defaults: defaults, Preflight: true, WorkerCount: 2})
+	stopped := false
+	stopOSM := startStoppable(t, sa, nil, app.Options{Builtins: plugins.Builtin(), Defaults: defaults, Preflight: true, WorkerCount: 2})
+	stop = func() {
+		if !stopped {
+			stopped = true
+			stopOSM()
+		}
+	}
+	t.Cleanup(stop)
 	patchMDs("controller started")
 
 	// Step 4: the getter revoked.
@@ -218,6 +227,7 @@ func takeOver(t *testing.T, env *testenv.Env, patchMDs func(step string)) {
 		}
 	}
 	patchMDs("getter revoked")
+	return stop
 }
 
 // guideUpstreamRBAC are the objects the guide's commands delete as upstream's RBAC (docs/migration.md, step 2):

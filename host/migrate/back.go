@@ -7,7 +7,8 @@
 // So: the getter ServiceAccount, token Secret, Role and RoleBinding are put back as upstream's
 // deploy/cloud-init-settings.yaml has them; OSM's user-data Secrets, kubelet bootstrap Secrets and
 // OperatingSystemConfigs go, and with them OSM's per-MachineDeployment bootstrap tokens and reader Roles and
-// RoleBindings (nothing renews those tokens once OSM is gone); profiles that render through a plugin and that
+// RoleBindings (nothing renews those tokens once OSM is gone) and OSM's default profiles (upstream installs
+// its own at start, and would otherwise render OSM's first and never again); profiles that render through a plugin and that
 // upstream does not replace with its own are listed, with the MachineDeployments that name them.
 package migrate
 
@@ -202,8 +203,19 @@ func (p *Plan) profiles(ctx context.Context, c client.Client) error {
 			continue
 		}
 		k := osp.Namespace + "/" + osp.Name
-		if osp.Labels[labelDefaultProfile] == "true" && osp.Namespace == p.opts.Namespace && upstreamDefaults[osp.Name] && !p.opts.UpstreamDisablesDefaults {
-			continue // upstream rewrites it to its own v1.11.2 at start
+		osmDefault := osp.Labels[labelDefaultProfile] == "true" && osp.Namespace == p.opts.Namespace
+		if osmDefault && upstreamDefaults[osp.Name] && !p.opts.UpstreamDisablesDefaults {
+			// Upstream would rewrite it to its own v1.11.2 at start, but its OSC controller starts at the same
+			// time and renders OSM's v2 profile first (templates only), and it never renders again for a
+			// profile change. Gone, upstream installs its own, and the MachineDeployments naming it wait for it.
+			p.Actions = append(p.Actions, Action{Verb: "delete", Object: osp.DeepCopy(),
+				Why: "OSM's default profile; upstream installs its own v1.11.2 under this name at start"})
+			continue
+		}
+		if osmDefault && len(users[k]) == 0 {
+			p.Actions = append(p.Actions, Action{Verb: "delete", Object: osp.DeepCopy(),
+				Why: "OSM's default profile, which upstream does not ship and no MachineDeployment names"})
+			continue
 		}
 		msg := "renders through a plugin; upstream v1.11.2 ignores spec.plugin and renders only the templates, without an error"
 		if u := users[k]; len(u) > 0 {
@@ -305,6 +317,8 @@ func kindOf(o client.Object) string {
 		return "RoleBinding"
 	case *osmv1alpha1.OperatingSystemConfig:
 		return "OperatingSystemConfig"
+	case *osmv1alpha1.OperatingSystemProfile:
+		return "OperatingSystemProfile"
 	}
 	return fmt.Sprintf("%T", o)
 }
