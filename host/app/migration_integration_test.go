@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -94,6 +95,24 @@ func TestMigrationFromUpstream(t *testing.T) {
 		t.Errorf("the provisioning Secret of ubuntu-aws is not rendered from OSM's osp-ubuntu")
 	}
 	noRefusedWrites(t, c, mds)
+	// Drift compares with what the machines were booted with: upstream's configuration for the captured
+	// MachineDeployments, OSM's own first render for the one upstream never saw.
+	for _, md := range mds {
+		cur := &osmv1alpha1.OperatingSystemConfig{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: md.Name + "." + md.Namespace + "-config"}, cur); err != nil {
+			t.Fatal(err)
+		}
+		cond := meta.FindStatusCondition(cur.Status.Conditions, osmv1alpha1.ConditionDrifted)
+		switch {
+		case cond == nil:
+			t.Errorf("%s: no Drifted condition", md.Name)
+		case md.Name == "site" && cond.Status != metav1.ConditionFalse:
+			t.Errorf("%s, rendered by OSM only: Drifted %s: %s", md.Name, cond.Status, cond.Message)
+		case md.Name != "site" && (cond.Status != metav1.ConditionTrue || cur.Status.Drift == nil ||
+			cur.Status.Drift.ProvisionedProfileVersion != "v1.11.2" || !strings.Contains(cond.Message, "profile (v1.11.2 → v2.0.0)")):
+			t.Errorf("%s, booted from upstream's user-data: Drifted %s: %s (%+v)", md.Name, cond.Status, cond.Message, cur.Status.Drift)
+		}
+	}
 	patchMDs("migrated")
 }
 

@@ -395,6 +395,7 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 			return fmt.Errorf("replacing OperatingSystemConfig %s: %w", st.osc.Name, err)
 		}
 	}
+	r.loadUpstreamOSC(ctx, st)
 	drift := r.drift(st, time.Now())
 	ann := r.annotations(st)
 	maps.Copy(ann, drift.annotations)
