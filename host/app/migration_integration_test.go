@@ -8,13 +8,17 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -133,12 +137,17 @@ func leaveCapturedUpstream(t *testing.T, env *testenv.Env) ([]*clusterv1alpha1.M
 	for _, f := range files {
 		applyAll(t, env, upstreamDocs(t, strings.TrimPrefix(f, upstreamData+"/")))
 	}
-	// Upstream's webhook configurations, as its manifests install them (their CA comes from cert-manager's
-	// injector, which this cluster lacks; the guide removes them first anyway).
-	for _, o := range upstreamDocs(t, filepath.Join("capture", "80-webhook.yaml")) {
-		if strings.HasSuffix(o.GetKind(), "WebhookConfiguration") {
-			applyAll(t, env, []*unstructured.Unstructured{o})
-		}
+	// Upstream's webhook as its manifests install it (Deployment, Service, configurations, RBAC), and its
+	// cert-manager Issuer and Certificate with the Secret cert-manager issues, under stand-ins of cert-manager's
+	// CRDs. The configurations' CA would come from cert-manager's injector, which this cluster lacks.
+	certManagerCRDs(t, env)
+	for _, f := range []string{"80-webhook.yaml", "80-webhook-rbac.yaml", "80-cert-manager.yaml"} {
+		applyAll(t, env, upstreamDocs(t, filepath.Join("capture", f)))
+	}
+	issued := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "webhook-server-cert"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{corev1.TLSCertKey: []byte("issued by cert-manager"), corev1.TLSPrivateKeyKey: []byte("issued by cert-manager")}}
+	if err := env.Client.Create(ctx, issued); err != nil {
+		t.Fatal(err)
 	}
 	immutable := 0
 	secrets := &corev1.SecretList{}
@@ -184,12 +193,16 @@ func removeUpstreamWebhooks(t *testing.T, env *testenv.Env) {
 	if err := env.Client.Patch(context.Background(), md, patch); err == nil || !strings.Contains(err.Error(), "operating-system-manager-webhook") {
 		t.Errorf("with upstream's webhook configurations and no webhook, a MachineDeployment patch gave %v", err)
 	}
-	for _, o := range []client.Object{
-		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "operatingsystemmanager.k8c.io"}},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "operatingsystemmanager.k8c.io"}},
-	} {
+	for _, o := range guideUpstreamWebhook() {
 		if err := env.Client.Delete(context.Background(), o); err != nil {
-			t.Fatalf("step 1: %v", err)
+			t.Fatalf("step 1: deleting %s %s: %v", o.GetObjectKind().GroupVersionKind().Kind, o.GetName(), err)
+		}
+	}
+	for _, kind := range []string{"Issuer", "Certificate"} {
+		l := &unstructured.UnstructuredList{}
+		l.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: kind + "List"})
+		if err := env.Client.List(context.Background(), l); err != nil || len(l.Items) != 0 {
+			t.Errorf("after step 1, cert-manager %ss: %v %v", kind, len(l.Items), err)
 		}
 	}
 	if err := env.Client.Patch(context.Background(), md, patch); err != nil {
@@ -247,6 +260,56 @@ func takeOver(t *testing.T, env *testenv.Env, patchMDs func(step string)) (stop 
 	}
 	patchMDs("getter revoked")
 	return stop
+}
+
+// guideUpstreamWebhook are the objects the guide's step 1 deletes: upstream's webhook, its configurations, RBAC
+// and cert-manager objects (docs/migration.md).
+func guideUpstreamWebhook() []client.Object {
+	certManager := func(kind, name string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: kind})
+		u.SetNamespace("kube-system")
+		u.SetName(name)
+		return u
+	}
+	wh := metav1.ObjectMeta{Namespace: "kube-system", Name: "operating-system-manager-webhook"}
+	return []client.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "operatingsystemmanager.k8c.io"}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "operatingsystemmanager.k8c.io"}},
+		&appsv1.Deployment{ObjectMeta: wh}, &corev1.Service{ObjectMeta: wh}, &corev1.ServiceAccount{ObjectMeta: wh},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: wh.Name}}, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: wh.Name}},
+		certManager("Certificate", "operating-system-manager-serving-cert"), certManager("Issuer", "operating-system-manager-selfsigned-issuer"),
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "webhook-server-cert"}},
+	}
+}
+
+// certManagerCRDs installs stand-ins of cert-manager's Issuer and Certificate CRDs (any content), so that
+// upstream's cert-manager objects can exist in the test cluster as they do in an operator's.
+func certManagerCRDs(t *testing.T, env *testenv.Env) {
+	t.Helper()
+	preserve := true
+	for _, kind := range []string{"Issuer", "Certificate"} {
+		plural := strings.ToLower(kind) + "s"
+		crd := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: plural + ".cert-manager.io"},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "cert-manager.io", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}}}}},
+		}
+		setCRDSpec(t, env, crd)
+	}
+	d, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "cert-manager's kinds served", func() error {
+		l, err := d.ServerResourcesForGroupVersion("cert-manager.io/v1")
+		if err != nil || len(l.APIResources) < 2 {
+			return fmt.Errorf("not yet: %v", err)
+		}
+		return nil
+	})
 }
 
 // guideUpstreamRBAC are the objects the guide's commands delete as upstream's RBAC (docs/migration.md, step 2):
