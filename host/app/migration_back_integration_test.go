@@ -167,9 +167,20 @@ func goBack(t *testing.T, env *testenv.Env) []*clusterv1alpha1.MachineDeployment
 	if err := plan.Apply(ctx, c, func(s string) { log = append(log, s) }); err != nil {
 		t.Fatalf("going back: %v\n%s", err, strings.Join(log, "\n"))
 	}
-	// Upstream's CRDs and RBAC back (the guide's kubectl commands).
+	// Upstream's CRDs and RBAC back, OSM's RBAC that upstream's does not replace gone (the guide's kubectl
+	// commands).
 	useUpstreamCRDs(t, env)
 	applyAll(t, env, upstreamDocs(t, "rbac-controller.yaml"))
+	for _, o := range []client.Object{
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "operating-system-manager"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "operating-system-manager"}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-public", Name: "operating-system-manager-cluster-info"}},
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-public", Name: "operating-system-manager-cluster-info"}},
+	} {
+		if err := c.Delete(ctx, o); err != nil {
+			t.Errorf("deleting OSM's %T %s: %v", o, o.GetName(), err)
+		}
+	}
 
 	// Upstream's getter, as its manifests had it.
 	for _, want := range getter {
