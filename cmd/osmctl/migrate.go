@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -95,19 +96,21 @@ func (o *migrateBackOptions) run(cmd *cobra.Command) error {
 		return exitError{code: exitRefused, err: errors.New("MachineDeployments name profiles that upstream would render with their templates only (above); change their profile annotations first, or pass --force")}
 	}
 	if o.dryRun {
-		if len(plan.Actions) == 0 {
-			fmt.Fprintln(out, "nothing to change")
-		}
+		lines := []string{}
 		for _, a := range plan.Actions {
-			fmt.Fprintln(out, "would "+a.String())
+			lines = append(lines, "would "+a.String())
 		}
-		return nil
+		if len(lines) == 0 {
+			lines = []string{"nothing to change"}
+		}
+		_, err := fmt.Fprintln(out, strings.Join(lines, "\n"))
+		return err
 	}
-	return plan.Apply(cmd.Context(), c, func(s string) { fmt.Fprintln(out, s) })
+	return plan.Apply(cmd.Context(), c, func(s string) { _, _ = fmt.Fprintln(out, s) })
 }
 
 func writeWarnings(w io.Writer, plan *migrate.Plan) {
 	for _, x := range plan.Warnings {
-		fmt.Fprintln(w, "WARNING: "+x.String())
+		_, _ = fmt.Fprintln(w, "WARNING: "+x.String())
 	}
 }

@@ -146,7 +146,7 @@ func run(upstream, crdDir, deployDir, out string, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	kubeconfig, err := impersonating(kc, "system:serviceaccount:kube-system:operating-system-manager", dir)
 	if err != nil {
 		return err
@@ -396,6 +396,6 @@ func freePort() string {
 	if err != nil {
 		panic(errors.New("no free port"))
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 }

@@ -327,8 +327,11 @@ func certManagerCRDs(t *testing.T, env *testenv.Env) {
 	}
 	eventually(t, wait, "cert-manager's kinds served", func() error {
 		l, err := d.ServerResourcesForGroupVersion("cert-manager.io/v1")
-		if err != nil || len(l.APIResources) < 2 {
-			return fmt.Errorf("not yet: %v", err)
+		if err != nil {
+			return err
+		}
+		if len(l.APIResources) < 2 {
+			return fmt.Errorf("%d kinds served", len(l.APIResources))
 		}
 		return nil
 	})
@@ -381,7 +384,7 @@ func renderedByOSM(ctx context.Context, c client.Client, md *clusterv1alpha1.Mac
 	kubelet := &corev1.Secret{}
 	err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: render.KubeletBootstrapSecretName(md)}, kubelet)
 	if osp.Spec.Plugin != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("kubelet bootstrap Secret %s left, which plugin profile %s does not use (%v)", render.KubeletBootstrapSecretName(md), osp.Name, err)
+		return fmt.Errorf("kubelet bootstrap Secret %s left, which plugin profile %s does not use (%w)", render.KubeletBootstrapSecretName(md), osp.Name, err)
 	}
 	return nil
 }

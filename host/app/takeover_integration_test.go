@@ -70,7 +70,7 @@ func TestKubeletSecretOfReplacedProfileRemoved(t *testing.T) {
 			return fmt.Errorf("bootstrap Secret rendered from profile version %q", s.Annotations[osc.AnnotationOSPVersion])
 		}
 		if err := c.Get(ctx, kubelet, &corev1.Secret{}); !apierrors.IsNotFound(err) {
-			return fmt.Errorf("Secret %s still there (%v)", kubelet.Name, err)
+			return fmt.Errorf("Secret %s still there (%w)", kubelet.Name, err)
 		}
 		return nil
 	})

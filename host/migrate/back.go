@@ -272,7 +272,7 @@ func (p *Plan) Apply(ctx context.Context, c client.Client, log func(string)) err
 		return len(s.Data[corev1.ServiceAccountTokenKey]) > 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("Secret %s was created but holds no token after %s: kube-controller-manager's token controller fills it; upstream fails every MachineDeployment until it does", key, p.opts.TokenWait)
+		return fmt.Errorf("the getter token Secret %s was created but holds no token after %s: kube-controller-manager's token controller fills it; upstream fails every MachineDeployment until it does", key, p.opts.TokenWait)
 	}
 	log(fmt.Sprintf("Secret %s holds a token", key))
 	return nil
