@@ -76,6 +76,9 @@ type Reconciler struct {
 	// OSM's default profiles, at start); nil when none are. A MachineDeployment naming such a profile waits for
 	// the replacement instead of rendering it (see awaitingTakeover).
 	TakesOver func(*osmv1alpha1.OperatingSystemProfile) bool
+	// TakeoverPatience is how long MachineDeployments wait for one profile's takeover (DefaultTakeoverPatience
+	// when zero).
+	TakeoverPatience time.Duration
 
 	settingsHash string
 	metrics      *metrics
@@ -83,6 +86,8 @@ type Reconciler struct {
 	upstreamChecked sync.Map
 	// kubeletSecretNeeded holds needsKubeletBootstrapSecret's answer by profile UID, for one generation.
 	kubeletSecretNeeded sync.Map
+	// takeoverSince holds, by profile UID, when a MachineDeployment first waited for that profile's takeover.
+	takeoverSince sync.Map
 	// pending holds, by MachineDeployment, what its last reconcile's writes must show in the caches before
 	// the next reconcile reads them (await.go).
 	pending sync.Map
@@ -205,6 +210,11 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, st *state, md *cluster
 // profile's update (which brings it back through the profile watch) be missed.
 const takeoverRecheck = 2 * time.Second
 
+// DefaultTakeoverPatience bounds the wait for one profile's takeover (Reconciler.TakeoverPatience): should the
+// profile controller fail to replace it (its update refused, say), its MachineDeployments render from it after
+// all rather than never.
+const DefaultTakeoverPatience = time.Minute
+
 // awaitingTakeover reports whether md names a profile that TakesOver: upstream OSM's default profile, which the
 // profile controller replaces with OSM's within a second of start. Rendering it first would write user-data
 // (and a kubelet bootstrap Secret) from the profile about to go, to be replaced right after: twice the writes,
@@ -215,6 +225,15 @@ func (r *Reconciler) awaitingTakeover(ctx context.Context, md *clusterv1alpha1.M
 	}
 	osp := &osmv1alpha1.OperatingSystemProfile{}
 	if err := r.Mgmt.Get(ctx, r.profileKey(md), osp); err != nil || !r.TakesOver(osp) {
+		return false
+	}
+	patience := r.TakeoverPatience
+	if patience == 0 {
+		patience = DefaultTakeoverPatience
+	}
+	first, _ := r.takeoverSince.LoadOrStore(osp.UID, time.Now())
+	if waited := time.Since(first.(time.Time)); waited > patience {
+		logr.FromContextOrDiscard(ctx).Info("upstream OSM's default profile was not replaced; rendering it", "profile", klog.KObj(osp), "waited", waited.Round(time.Second).String())
 		return false
 	}
 	logr.FromContextOrDiscard(ctx).V(1).Info("waiting for OSM's default profile to replace upstream OSM's", "profile", klog.KObj(osp))

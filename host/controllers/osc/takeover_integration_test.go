@@ -2,6 +2,7 @@ package osc_test
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,11 +18,11 @@ import (
 
 // TestNothingRenderedFromAProfileAboutToBeTakenOver: while the profile a MachineDeployment names is one the
 // profile controller is about to replace (upstream OSM's default, at start), the reconcile writes nothing —
-// no finalizer, no OSC, no Secret, no credential — and looks again soon; once it is not, it renders.
+// no finalizer, no OSC, no Secret, no credential — and looks again soon; should the replacement not come within
+// TakeoverPatience, it renders from the profile after all.
 func TestNothingRenderedFromAProfileAboutToBeTakenOver(t *testing.T) {
 	ctx, c, _, r, md := finalizerFixture(t, "osp-template")
-	takeover := true
-	r.TakesOver = func(p *osmv1alpha1.OperatingSystemProfile) bool { return takeover && p.Name == "osp-template" }
+	r.TakesOver = func(p *osmv1alpha1.OperatingSystemProfile) bool { return p.Name == "osp-template" }
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
 	res, err := r.Reconcile(ctx, req)
 	if err != nil || res.RequeueAfter <= 0 {
@@ -52,11 +53,12 @@ func TestNothingRenderedFromAProfileAboutToBeTakenOver(t *testing.T) {
 		t.Errorf("bootstrap tokens issued while waiting: %d %v", len(tokens.Items), err)
 	}
 
-	takeover = false
+	// Should the takeover not come within the patience, the MachineDeployment renders after all.
+	r.TakeoverPatience = time.Nanosecond
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	if w := written(); len(w) != 3 {
-		t.Errorf("once the profile is not about to be replaced, rendered only %v", w)
+		t.Errorf("past the patience, rendered only %v", w)
 	}
 }
