@@ -54,7 +54,7 @@ type machineDeployment struct {
 }
 
 // machineDeployments are spread as on an operator's cluster: two namespaces, three clouds, four operating
-// systems, Flatcar with both of its provisioning utilities' defaults (Ignition).
+// systems (Flatcar with its default provisioning utility, Ignition).
 var machineDeployments = []machineDeployment{
 	{"kube-system", "ubuntu-aws", "ubuntu", "aws", "osp-ubuntu"},
 	{"kube-system", "flatcar-aws", "flatcar", "aws", "osp-flatcar"},
