@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -73,6 +74,7 @@ func TestMigrationFromUpstream(t *testing.T) {
 	}
 
 	takeOver(t, env, patchMDs)
+	started := time.Now()
 
 	for _, name := range upstreamDefaults {
 		eventually(t, wait, "upstream's "+name+" taken over", func() error {
@@ -96,6 +98,7 @@ func TestMigrationFromUpstream(t *testing.T) {
 			return renderedByOSM(ctx, c, md)
 		})
 	}
+	t.Logf("every MachineDeployment had OSM's user-data %s after the guide's step 4 (the controller started right before it)", time.Since(started).Round(time.Millisecond))
 	if s := waitForSecret(t, c, "ubuntu-aws-kube-system-provisioning-config", "1"); !strings.Contains(string(s.Data["cloud-config"]), "osm-setup") {
 		t.Errorf("the provisioning Secret of ubuntu-aws is not rendered from OSM's osp-ubuntu")
 	}
