@@ -123,12 +123,13 @@ func newRootCommand(g *globals) *cobra.Command {
 		Short: "Render, lint, diff and ship OSM operating system profiles and plugins, offline.",
 		Long: `osmctl renders and checks OperatingSystemProfiles exactly as the OSM controller does, shows what a new
 profile version changes on nodes, and builds, runs, publishes and mirrors OS plugins. It needs no cluster:
-the default profiles and plugins are embedded, and plugin images come from OCI registries or files.`,
+the default profiles and plugins are embedded, and plugin images come from OCI registries or files. Only
+"osmctl migrate" reads and writes a cluster.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	g.addFlags(root)
-	root.AddCommand(newRenderCommand(g), newLintCommand(g), newDiffCommand(g), newPluginCommand(g), newRegistryCommand(g), newVersionCommand(g), newProfileCommand(g), newUpstreamOverlayCommand())
+	root.AddCommand(newRenderCommand(g), newLintCommand(g), newDiffCommand(g), newPluginCommand(g), newRegistryCommand(g), newVersionCommand(g), newProfileCommand(g), newUpstreamOverlayCommand(), newMigrateCommand())
 	root.SetFlagErrorFunc(suggestFlag)
 	return root
 }

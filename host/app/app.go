@@ -170,6 +170,10 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	var defaults []*osmv1alpha1.OperatingSystemProfile
+	if !o.DisableDefaultOSPs {
+		defaults = o.Defaults
+	}
 	oscReconciler := &osc.Reconciler{
 		Mgmt: mgmtClient, Worker: workerClient, MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
@@ -181,6 +185,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		Recorder:     worker.GetEventRecorderFor("operating-system-manager"), //nolint:staticcheck // the reconcilers record through record.EventRecorder
 		Build:        o.Build,
 		StalledRetry: 10 * time.Minute,
+		TakesOver:    osp.TakesOver(defaults, settings.Namespace),
 	}
 	workers := o.WorkerCount
 	if workers <= 0 {
@@ -199,10 +204,6 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	}
 	if err := rolloutReconciler.SetupWithManager(mgr, worker, metrics.Registry); err != nil {
 		return nil, err
-	}
-	var defaults []*osmv1alpha1.OperatingSystemProfile
-	if !o.DisableDefaultOSPs {
-		defaults = o.Defaults
 	}
 	ospReconciler := &osp.Reconciler{Client: mgr.GetClient(), Plugins: source, Recorder: mgr.GetEventRecorderFor("operating-system-manager"), //nolint:staticcheck // see above
 		Namespace: settings.Namespace, Defaults: defaults}

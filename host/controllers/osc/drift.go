@@ -2,6 +2,7 @@ package osc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -141,7 +144,8 @@ type driftOutcome struct {
 }
 
 // drift compares the render about to be written with what the machines of the MachineDeployment's revision
-// were provisioned from: the previous OSC's record when it was rendered for the same revision, else this
+// were provisioned from: the previous OSC's record when it was rendered for the same revision; else, right after
+// a takeover, the configuration upstream OSM rendered for that revision (its OSC, loadUpstreamOSC); else this
 // render (a new revision's machines get it). An OSC written by an OSM without drift tracking has no record;
 // this render then counts as the revision's first.
 func (r *Reconciler) drift(st *state, now time.Time) driftOutcome {
@@ -160,11 +164,18 @@ func (r *Reconciler) drift(st *state, now time.Time) driftOutcome {
 	if st.osc != nil {
 		prev = st.osc.Annotations
 	}
-	if prev[AnnotationRenderHash] == "" || prev[AnnotationRevision] != revision || prev[AnnotationProvisionedDigest] == "" {
+	switch {
+	case prev[AnnotationRenderHash] != "" && prev[AnnotationRevision] == revision && prev[AnnotationProvisionedDigest] != "":
+		for _, k := range []string{AnnotationProvisionedDigest, AnnotationProvisionedInputs, AnnotationProvisionedProfileVersion} {
+			ann[k] = prev[k]
+		}
+	case st.upstreamOSC != nil:
+		// The revision's machines were booted by upstream OSM: their configuration is its OSC's.
+		ann[AnnotationProvisionedDigest] = configDigest(&st.upstreamOSC.Spec)
+		ann[AnnotationProvisionedInputs] = encodeInputs(upstreamInputs(inputs))
+		ann[AnnotationProvisionedProfileVersion] = st.upstreamOSC.Annotations[AnnotationOSPVersion]
+	default:
 		return driftOutcome{annotations: ann}
-	}
-	for _, k := range []string{AnnotationProvisionedDigest, AnnotationProvisionedInputs, AnnotationProvisionedProfileVersion} {
-		ann[k] = prev[k]
 	}
 	wasDrifted := prev[AnnotationDriftedSince] != ""
 	if ann[AnnotationProvisionedDigest] == digest {
@@ -242,4 +253,38 @@ func (t withoutFinalNewline) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// upstreamInputs are the input hashes recorded for a revision upstream OSM provisioned: the profile, the
+// plugin and the build are upstream's (whatever they hash to now differs); the MachineDeployment, flags, CAs
+// and cluster are taken as the same, since upstream's OSC does not say.
+func upstreamInputs(now map[string]string) map[string]string {
+	in := maps.Clone(now)
+	for _, k := range []string{InputProfile, InputPlugin, InputBuild} {
+		in[k] = "upstream-osm"
+	}
+	return in
+}
+
+// loadUpstreamOSC reads upstream OSM's OSC of the MachineDeployment, when OSM has no record of its revision
+// (st.osc is not a render of OSM's) and upstream's was rendered for the current revision: the machines of that
+// revision were booted from it, so drift compares with it. One read past the cache (which holds OSC metadata
+// only), on the first render after a takeover; none when the cache shows no upstream OSC.
+func (r *Reconciler) loadUpstreamOSC(ctx context.Context, st *state) {
+	st.upstreamOSC = nil
+	if (st.osc != nil && st.osc.Annotations[AnnotationRenderHash] != "") || r.MgmtAPIReader == nil {
+		return
+	}
+	key := client.ObjectKey{Namespace: r.Settings.Namespace, Name: UpstreamOSCName(st.md)}
+	meta := OSCMeta()
+	if err := r.Mgmt.Get(ctx, key, meta); err != nil || markedByOSM(meta) ||
+		meta.Annotations[AnnotationRevision] != st.md.Annotations[clusterv1alpha1.AnnotationRevision] {
+		return
+	}
+	up := &osmv1alpha1.OperatingSystemConfig{}
+	if err := r.MgmtAPIReader.Get(ctx, key, up); err != nil {
+		logr.FromContextOrDiscard(ctx).Error(err, "reading upstream OSM's OperatingSystemConfig for drift", "name", key.Name)
+		return
+	}
+	st.upstreamOSC = up
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/controllers/internal/failure"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/internal/parallel"
@@ -71,6 +72,13 @@ type Reconciler struct {
 	Build string
 	// StalledRetry is how long to wait before retrying a failure a plugin might not repeat (a timeout).
 	StalledRetry time.Duration
+	// TakesOver reports whether a profile is about to be replaced by one of OSM's default profiles (upstream
+	// OSM's default profiles, at start); nil when none are. A MachineDeployment naming such a profile waits for
+	// the replacement instead of rendering it (see awaitingTakeover).
+	TakesOver func(*osmv1alpha1.OperatingSystemProfile) bool
+	// TakeoverPatience is how long MachineDeployments wait for one profile's takeover (DefaultTakeoverPatience
+	// when zero).
+	TakeoverPatience time.Duration
 
 	settingsHash string
 	metrics      *metrics
@@ -78,6 +86,8 @@ type Reconciler struct {
 	upstreamChecked sync.Map
 	// kubeletSecretNeeded holds needsKubeletBootstrapSecret's answer by profile UID, for one generation.
 	kubeletSecretNeeded sync.Map
+	// takeoverSince holds, by profile UID, when a MachineDeployment first waited for that profile's takeover.
+	takeoverSince sync.Map
 	// pending holds, by MachineDeployment, what its last reconcile's writes must show in the caches before
 	// the next reconcile reads them (await.go).
 	pending sync.Map
@@ -107,6 +117,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, nil
 	}
 
+	if r.awaitingTakeover(ctx, md) {
+		return ctrl.Result{RequeueAfter: takeoverRecheck}, nil
+	}
 	start := time.Now()
 	defer func() {
 		result, err = r.report(ctx, st, err)
@@ -142,6 +155,9 @@ func (r *Reconciler) reconcile(ctx context.Context, st *state) error {
 		if st.done {
 			break
 		}
+	}
+	if err := r.removeUnneededKubeletSecret(ctx, st); err != nil {
+		return err
 	}
 	r.removeUpstreamLeftovers(ctx, st.md)
 	return nil
@@ -188,4 +204,38 @@ func (r *Reconciler) patchFinalizers(ctx context.Context, st *state, md *cluster
 	err := r.Worker.Patch(ctx, md, patch)
 	st.expect(err, expectation{cache: r.Worker, obj: md.DeepCopy(), before: before, gone: true})
 	return err
+}
+
+// takeoverRecheck is how soon a MachineDeployment waiting for its profile's takeover looks again, should the
+// profile's update (which brings it back through the profile watch) be missed.
+const takeoverRecheck = 2 * time.Second
+
+// DefaultTakeoverPatience bounds the wait for one profile's takeover (Reconciler.TakeoverPatience): should the
+// profile controller fail to replace it (its update refused, say), its MachineDeployments render from it after
+// all rather than never.
+const DefaultTakeoverPatience = time.Minute
+
+// awaitingTakeover reports whether md names a profile that TakesOver: upstream OSM's default profile, which the
+// profile controller replaces with OSM's within a second of start. Rendering it first would write user-data
+// (and a kubelet bootstrap Secret) from the profile about to go, to be replaced right after: twice the writes,
+// and a window in which new machines get user-data of neither. Nothing is written while waiting.
+func (r *Reconciler) awaitingTakeover(ctx context.Context, md *clusterv1alpha1.MachineDeployment) bool {
+	if r.TakesOver == nil {
+		return false
+	}
+	osp := &osmv1alpha1.OperatingSystemProfile{}
+	if err := r.Mgmt.Get(ctx, r.profileKey(md), osp); err != nil || !r.TakesOver(osp) {
+		return false
+	}
+	patience := r.TakeoverPatience
+	if patience == 0 {
+		patience = DefaultTakeoverPatience
+	}
+	first, _ := r.takeoverSince.LoadOrStore(osp.UID, time.Now())
+	if waited := time.Since(first.(time.Time)); waited > patience {
+		logr.FromContextOrDiscard(ctx).Info("upstream OSM's default profile was not replaced; rendering it", "profile", klog.KObj(osp), "waited", waited.Round(time.Second).String())
+		return false
+	}
+	logr.FromContextOrDiscard(ctx).V(1).Info("waiting for OSM's default profile to replace upstream OSM's", "profile", klog.KObj(osp))
+	return true
 }

@@ -31,6 +31,8 @@ type state struct {
 	bootstrap    *corev1.Secret                     // current, nil if none
 	provisioning *corev1.Secret
 	kubeletBoot  *corev1.Secret
+	// upstreamOSC is upstream OSM's OSC of the current revision, read right after a takeover (loadUpstreamOSC).
+	upstreamOSC *osmv1alpha1.OperatingSystemConfig
 	// oscStatusRead says st.osc's status is known: this reconcile wrote it, or read it past the cache (which
 	// holds OSC metadata only, see OSCMeta).
 	oscStatusRead bool

@@ -264,6 +264,27 @@ func (r *Reconciler) upToDate(st *state) bool {
 	return !st.kubeletSecret || bytes.Equal(st.kubeletBoot.Data[KeyKubeconfig], []byte(r.kubeletKubeconfig(st)))
 }
 
+// removeUnneededKubeletSecret deletes the MachineDeployment's kubelet bootstrap kubeconfig Secret once its
+// profile no longer fetches it, after the user-data that no longer names it is written (the steps before).
+// A MachineDeployment rendered from a templates-only profile gets one; when the profile becomes a plugin's (an
+// upstream default profile taken over by OSM's, seconds after start), nothing else would ever delete it, and
+// it holds a bootstrap token's kubeconfig.
+func (r *Reconciler) removeUnneededKubeletSecret(ctx context.Context, st *state) error {
+	if st.kubeletSecret || st.kubeletBoot == nil || st.osp == nil {
+		return nil
+	}
+	uid := st.kubeletBoot.UID
+	err := r.Worker.Delete(ctx, st.kubeletBoot, client.Preconditions{UID: &uid})
+	st.expect(err, expectation{cache: r.Worker, before: versionOf(st.kubeletBoot), gone: true,
+		obj: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: st.kubeletBoot.Namespace, Name: st.kubeletBoot.Name}}})
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting Secret %s/%s, which profile %s no longer uses: %w", st.kubeletBoot.Namespace, st.kubeletBoot.Name, st.osp.Name, err)
+	}
+	st.noteWrote("deleted Secret " + st.kubeletBoot.Name)
+	st.kubeletBoot = nil
+	return nil
+}
+
 // needsKubeletBootstrapSecret reports whether the profile fetches the kubelet's bootstrap kubeconfig from its
 // own Secret, as upstream's profiles do (they name .BootstrapKubeconfigSecretName somewhere in their spec).
 // Plugins put it into the provisioning user-data instead, so for them the Secret would only be one more write
@@ -374,6 +395,7 @@ func (r *Reconciler) writeConfig(ctx context.Context, st *state) error {
 			return fmt.Errorf("replacing OperatingSystemConfig %s: %w", st.osc.Name, err)
 		}
 	}
+	r.loadUpstreamOSC(ctx, st)
 	drift := r.drift(st, time.Now())
 	ann := r.annotations(st)
 	maps.Copy(ann, drift.annotations)
@@ -479,8 +501,12 @@ func (r *Reconciler) writeSecret(ctx context.Context, st *state, current *corev1
 		st.noteWrote("Secret " + name)
 		return nil
 	}
-	if maps.EqualFunc(current.Data, data, bytes.Equal) && containsAll(current.Annotations, ann) && credentials.Marked(st.md, current) {
+	sameData := maps.EqualFunc(current.Data, data, bytes.Equal)
+	if sameData && containsAll(current.Annotations, ann) && credentials.Marked(st.md, current) {
 		return nil
+	}
+	if !sameData && current.Immutable != nil && *current.Immutable {
+		return r.replaceImmutable(ctx, st, current, data, ann, expect)
 	}
 	updated := current.DeepCopy()
 	updated.Data = data
@@ -506,4 +532,38 @@ func containsAll(have, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// replaceImmutable replaces an immutable Secret whose data must change, the way upstream OSM v1.x rotates the
+// user-data Secrets it writes with `immutable: true`: delete, then create. The API server refuses any update of
+// an immutable Secret's data, so an update would fail on every reconcile. The delete is conditional on the UID
+// and resourceVersion read (a Secret rewritten meanwhile is not lost: the delete fails as Outdated and the next
+// reconcile reads it again), and the create follows at once, so machine-controller finds no Secret only for
+// one round trip. A create that meets a Secret (someone wrote one in that window) fails as Outdated too. Only
+// the data is immutable: a Secret whose data is already right keeps its object and gets its metadata updated.
+// The replacement is a plain Secret: OSM updates its own in place.
+func (r *Reconciler) replaceImmutable(ctx context.Context, st *state, current *corev1.Secret, data map[string][]byte, ann map[string]string, expect func(error)) error {
+	uid, rv := current.UID, current.ResourceVersion
+	if err := r.Worker.Delete(ctx, current, client.Preconditions{UID: &uid, ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
+		expect(err)
+		return fmt.Errorf("replacing immutable Secret %s/%s: %w", current.Namespace, current.Name, err)
+	}
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: current.Namespace, Name: current.Name, Labels: maps.Clone(current.Labels),
+			Annotations: maps.Clone(current.Annotations)},
+		Type: current.Type,
+		Data: data,
+	}
+	if s.Annotations == nil {
+		s.Annotations = make(map[string]string, len(ann))
+	}
+	maps.Copy(s.Annotations, ann)
+	credentials.Mark(st.md, s)
+	err := r.Worker.Create(ctx, s)
+	expect(err)
+	if err != nil {
+		return fmt.Errorf("creating Secret %s/%s in place of an immutable one: %w", s.Namespace, s.Name, err)
+	}
+	st.noteWrote("Secret " + s.Name + " (replaced an immutable one)")
+	return nil
 }

@@ -223,6 +223,26 @@ func UpstreamDefault(osp *osmv1alpha1.OperatingSystemProfile) bool {
 	return err == nil && v.Major() == 1
 }
 
+// TakesOver returns whether installDefault would replace a profile as upstream OSM's default profile, given
+// the shipped defaults (nil with -disable-default-osps) and -namespace: the OSC controller holds such a
+// profile's MachineDeployments until it is replaced, rather than render the profile about to go.
+func TakesOver(defaults []*osmv1alpha1.OperatingSystemProfile, namespace string) func(*osmv1alpha1.OperatingSystemProfile) bool {
+	shipped := map[string]*semver.Version{}
+	for _, d := range defaults {
+		if v, err := semver.NewVersion(d.Spec.Version); err == nil {
+			shipped[d.Name] = v
+		}
+	}
+	return func(osp *osmv1alpha1.OperatingSystemProfile) bool {
+		want, ok := shipped[osp.Name]
+		if !ok || osp.Namespace != namespace || !osp.DeletionTimestamp.IsZero() || !UpstreamDefault(osp) {
+			return false
+		}
+		have, err := semver.NewVersion(osp.Spec.Version)
+		return err == nil && want.GreaterThan(have)
+	}
+}
+
 // InstallDefaults installs or upgrades every default profile; the controller runs it once at start, after
 // which deletions and edits are reconciled one by one. A profile that cannot be installed yet (the API server
 // or the admission webhook not answering, as while the controller's own webhook server starts) is retried
