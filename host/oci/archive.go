@@ -20,7 +20,8 @@ import (
 
 // Save writes the plugin artifacts refs to w as a tar archive of an OCI image layout, for carrying plugins
 // into an air-gapped site. Each artifact is verified like Pull and named in the layout's index by its
-// reference: as given when that has a tag (so Load can restore the tag), pinned by digest otherwise.
+// reference: as given when that has a tag (so Load can restore the tag), pinned by digest otherwise. The
+// artifacts' referrers (their signatures) are saved with them, and Load pushes them back beside them.
 func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) error {
 	dir, err := os.MkdirTemp("", "osm-oci-save-")
 	if err != nil {
@@ -41,7 +42,7 @@ func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) error {
 		if given, _ := parse(ref); given.Reference != "" && given.ValidateReferenceAsTag() == nil {
 			name = ref
 		}
-		if _, err := oras.Copy(ctx, c.repository(r), a.ManifestDigest.String(), store, name, oras.DefaultCopyOptions); err != nil {
+		if _, err := oras.ExtendedCopy(ctx, c.repository(r), a.ManifestDigest.String(), store, name, withReferrers); err != nil {
 			return fmt.Errorf("save %s: %w", ref, err)
 		}
 	}
@@ -82,7 +83,7 @@ func (c *Client) Load(ctx context.Context, r io.Reader, targetRegistry string) (
 		if src.ValidateReferenceAsTag() == nil {
 			dstRef = src.Reference
 		}
-		if _, err := oras.Copy(ctx, store, name, c.repository(dst), dstRef, oras.DefaultCopyOptions); err != nil {
+		if _, err := oras.ExtendedCopy(ctx, store, name, c.repository(dst), dstRef, withReferrers); err != nil {
 			return nil, fmt.Errorf("load %s: %w", name, err)
 		}
 		// Verify what landed, exactly as the controller will pull it.

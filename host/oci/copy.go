@@ -10,6 +10,7 @@ import (
 // Copy copies the plugin artifact src to dst and returns dst pinned by digest. dst may name a tag
 // ("registry/repo:tag"); without one the source's tag is kept, or, for a source given by digest, the artifact
 // is pushed by digest only. The digest does not change, so profiles pinned to it keep working against the copy.
+// The artifact's referrers (its signatures) are copied with it, so a verified mirror stays verifiable.
 func (c *Client) Copy(ctx context.Context, src, dst string) (string, error) {
 	// Pull verifies the source (layout, digests) and warms the cache; copying an unverified artifact to an
 	// air-gapped registry would only move the problem.
@@ -36,9 +37,13 @@ func (c *Client) Copy(ctx context.Context, src, dst string) (string, error) {
 			dstRef = md.String()
 		}
 	}
-	desc, err := oras.Copy(ctx, c.repository(s), srcRef, c.repository(d), dstRef, oras.DefaultCopyOptions)
+	desc, err := oras.ExtendedCopy(ctx, c.repository(s), srcRef, c.repository(d), dstRef, withReferrers)
 	if err != nil {
 		return "", fmt.Errorf("copy %s to %s: %w", src, dst, err)
 	}
 	return pinned(d, desc.Digest), nil
 }
+
+// withReferrers copies an artifact with the manifests that refer to it directly (signatures, Sigstore bundles,
+// Notation signatures), and not their own referrers: what a verifier of the artifact reads, and no more.
+var withReferrers = oras.ExtendedCopyOptions{ExtendedCopyGraphOptions: oras.ExtendedCopyGraphOptions{Depth: 1}}

@@ -14,6 +14,7 @@ import (
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/signature"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -30,6 +31,9 @@ type Source struct {
 	// returning a plugin.PendingError: for admission reviews and the CLI, where someone waits for the answer.
 	// Reconcilers leave it unset, so a slow registry never holds a worker.
 	WaitForPulls bool
+	// Verification returns the Verifier of a profile namespace's plugin image (package signature's policy),
+	// or nil when the image is not verified; nil means no image is.
+	Verification func(ctx context.Context, namespace, image string) (plugin.Verifier, error)
 }
 
 var (
@@ -55,6 +59,13 @@ func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1
 			return nil, &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: fmt.Errorf("plugin %s: pull Secret %s/%s: %w", pref, namespace, ref.PullSecret, err), Transient: true}
 		}
 		pref.PullSecret = data
+	}
+	if ref.Image != "" && s.Verification != nil {
+		v, err := s.Verification(ctx, namespace, ref.Image)
+		if err != nil {
+			return nil, &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: fmt.Errorf("plugin %s: %w", pref, err), Transient: true}
+		}
+		pref.Verify = v
 	}
 	if s.WaitForPulls {
 		ctx = plugin.WaitForPulls(ctx)
@@ -94,6 +105,10 @@ func (s *Source) Identify(_ context.Context, _ string, ref *osmv1alpha1.PluginRe
 // Transient; PluginInvalid for a module that is not a plugin this host can run, PluginNotFound for an unknown
 // built-in, neither of which passes without a change.
 func sourceError(ref *osmv1alpha1.PluginReference, err error) *render.Error {
+	if serr, refused := errors.AsType[*signature.Error](err); refused {
+		// Transient: a signature may be attached, or the policy changed, without the profile changing.
+		return &render.Error{Reason: serr.Reason, Err: err, Transient: true}
+	}
 	rerr, loaded := errors.AsType[*runtime.Error](err)
 	switch {
 	case loaded && mayPass(rerr.Reason):
