@@ -49,10 +49,11 @@ type statementEntity struct {
 }
 
 // Signer signs plugin artifacts: a private key and, for certificate-based (keyless-style) signatures, the
-// key's certificate chain, leaf first, without the root.
+// key's certificate (DER). A bundle holds the leaf certificate alone: intermediates belong in the verifier's
+// trusted root.
 type Signer struct {
-	Key   crypto.Signer
-	Chain [][]byte
+	Key         crypto.Signer
+	Certificate []byte
 }
 
 // Bundle returns a Sigstore bundle (JSON) signing the manifest digest md of the artifact name.
@@ -70,8 +71,8 @@ func (s Signer) Bundle(name string, md digest.Digest) ([]byte, error) {
 		return nil, err
 	}
 	opts := sign.BundleOptions{}
-	if len(s.Chain) > 0 {
-		opts.CertificateChainProvider = chain(s.Chain)
+	if len(s.Certificate) > 0 {
+		opts.CertificateProvider = certificate(s.Certificate)
 	}
 	b, err := sign.Bundle(&sign.DSSEData{Data: payload, PayloadType: inTotoPayloadType}, kp, opts)
 	if err != nil {
@@ -98,9 +99,9 @@ func Sign(ctx context.Context, c *oci.Client, ref string, s Signer) (string, dig
 	return pinned, sd, err
 }
 
-type chain [][]byte
+type certificate []byte
 
-func (c chain) GetCertificateChain(context.Context, sign.Keypair, *sign.CertificateProviderOptions) ([][]byte, error) {
+func (c certificate) GetCertificate(context.Context, sign.Keypair, *sign.CertificateProviderOptions) ([]byte, error) {
 	return c, nil
 }
 

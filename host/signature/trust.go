@@ -26,6 +26,8 @@ type trusted struct {
 	// keyless: a verifier trusting the root, and the identity certificates must name.
 	keyless  *verify.Verifier
 	identity verify.CertificateIdentity
+	// atNow: certificates are checked against the current time (the root has no logs or timestamp authorities).
+	atNow bool
 }
 
 // loadAuthority reads a's trust material through get (the data of the object a KeyRef names).
@@ -63,6 +65,7 @@ func loadAuthority(a *Authority, get func(KeyRef) (map[string][]byte, error)) (*
 	if err != nil {
 		return nil, nil, fmt.Errorf("authority %q: %s is not a Sigstore trusted root: %w", a.Name, k.TrustedRoot, err)
 	}
+	t.atNow = len(tr.RekorLogs()) == 0 && len(tr.TimestampingAuthorities()) == 0
 	if t.keyless, err = RootVerifier(tr); err != nil {
 		return nil, nil, fmt.Errorf("authority %q: %w", a.Name, err)
 	}
@@ -167,6 +170,9 @@ func (t *trusted) verify(b *bundle.Bundle, manifestDigest []byte) error {
 	artifact := verify.WithArtifactDigest("sha256", manifestDigest)
 	if t.keyless != nil {
 		_, err := t.keyless.Verify(b, verify.NewPolicy(artifact, verify.WithCertificateIdentity(t.identity)))
+		if t.atNow {
+			return explainCertificate(b, err)
+		}
 		return err
 	}
 	var errs []error
@@ -181,4 +187,25 @@ func (t *trusted) verify(b *bundle.Bundle, manifestDigest []byte) error {
 		return errs[0]
 	}
 	return fmt.Errorf("no key of %d verifies it", len(t.keys))
+}
+
+// explainCertificate adds to a failed verification what sigstore-go's message leaves out: that the signing
+// certificate is outside its validity period (checked against the current time where the root has no
+// timestamping evidence).
+func explainCertificate(b *bundle.Bundle, err error) error {
+	if err == nil {
+		return nil
+	}
+	vc, verr := b.VerificationContent()
+	if verr != nil || vc.Certificate() == nil {
+		return err
+	}
+	now := time.Now()
+	switch c := vc.Certificate(); {
+	case now.After(c.NotAfter):
+		return fmt.Errorf("%w (the signing certificate expired at %s)", err, c.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(c.NotBefore):
+		return fmt.Errorf("%w (the signing certificate is not valid before %s)", err, c.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return err
 }

@@ -80,7 +80,7 @@ func (v *Verifier) check(ctx context.Context, client *oci.Client, art *oci.Artif
 	refuse := func(reason, format string, args ...any) *Error {
 		return &Error{Reason: reason, Image: art.Reference, Policy: v.policy, Rule: v.rule.Name, Detail: fmt.Sprintf(format, args...)}
 	}
-	descs, err := client.Referrers(ctx, art.Reference, BundleMediaType)
+	descs, err := bundleReferrers(ctx, client, art.Reference)
 	if err != nil {
 		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "cannot list its signatures: %v", err)
 	}
@@ -108,6 +108,9 @@ func (v *Verifier) checkOne(ctx context.Context, client *oci.Client, art *oci.Ar
 	if err != nil {
 		return "", err
 	}
+	if att.Manifest.ArtifactType != BundleMediaType {
+		return "", fmt.Errorf("artifact type %q is not a Sigstore bundle", att.Manifest.ArtifactType)
+	}
 	if s := att.Manifest.Subject; s == nil || s.Digest != art.ManifestDigest {
 		return "", errors.New("it is not attached to this artifact")
 	}
@@ -124,4 +127,26 @@ func (v *Verifier) checkOne(ctx context.Context, client *oci.Client, art *oci.Ar
 		return t.name, nil
 	}
 	return "", errors.New(strings.Join(errs, "; "))
+}
+
+// emptyConfig is the config media type of an artifact manifest; some registries report it as the referrer's
+// artifact type instead of the manifest's artifactType.
+const emptyConfig = "application/vnd.oci.empty.v1+json"
+
+// bundleReferrers lists the referrers of ref that may be Sigstore bundles. The filtering is done here, not by
+// the registry: registries that report a referrer's config media type as its artifact type would otherwise
+// hide every bundle. checkOne reads the artifact type from the manifest itself.
+func bundleReferrers(ctx context.Context, client *oci.Client, ref string) ([]ocispec.Descriptor, error) {
+	all, err := client.Referrers(ctx, ref, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []ocispec.Descriptor
+	for _, d := range all {
+		switch d.ArtifactType {
+		case BundleMediaType, emptyConfig, "":
+			out = append(out, d)
+		}
+	}
+	return out, nil
 }

@@ -1,0 +1,328 @@
+package signature
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/oci"
+)
+
+const keysPolicy = `
+authorities:
+- name: operator
+  keys: {configMap: plugin-keys}
+rules:
+- name: tenants
+  namespaces: ["tenant-*"]
+  authorities: [operator]
+`
+
+const keylessPolicy = `
+authorities:
+- name: vendor
+  keyless:
+    trustedRoot: {configMap: vendor-root, key: trusted_root.json}
+    issuer: https://issuer.test
+    subject: plugins@vendor.test
+rules:
+- authorities: [vendor]
+`
+
+// Each case builds an artifact in the registry, maybe signs or forges a signature, and says what the
+// operator's policy must make of it.
+func TestVerify(t *testing.T) {
+	ctx := context.Background()
+	trustedKey, otherKey := newKey(t), newKey(t)
+	ca, otherCA := newCA(t), newCA(t)
+	keys := map[string]map[string][]byte{"ConfigMap plugin-keys": {"operator.pub": publicPEM(t, trustedKey)}}
+	roots := map[string]map[string][]byte{"ConfigMap vendor-root": {"trusted_root.json": ca.trustedRoot(t)}}
+	module := []byte("\x00asm\x01\x00\x00\x00 a plugin module")
+	now := time.Now()
+
+	tests := []struct {
+		name        string
+		referrers   bool // the registry serves the referrers API
+		policy      string
+		objects     map[string]map[string][]byte
+		setup       func(t *testing.T, host string, c *oci.Client) *oci.Artifact
+		wantReason  string // "" = verified
+		wantMessage string
+	}{
+		{
+			name: "signed by the trusted key", referrers: true, policy: keysPolicy, objects: keys,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: trustedKey})
+				return pull(t, c, a.Reference)
+			},
+		},
+		{
+			name: "signed by the trusted key, registry without the referrers API", policy: keysPolicy, objects: keys,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: trustedKey})
+				return pull(t, c, a.Reference)
+			},
+		},
+		{
+			name: "unsigned", referrers: true, policy: keysPolicy, objects: keys,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				return pull(t, c, push(t, c, host+"/osm/myos:1.0", module).Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureMissing, wantMessage: "holds no Sigstore signature",
+		},
+		{
+			name: "signed by an untrusted key", referrers: true, policy: keysPolicy, objects: keys,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: otherKey})
+				return pull(t, c, a.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "operator: failed to verify signature",
+		},
+		{
+			name: "a trusted signature of another digest attached to this one", referrers: true, policy: keysPolicy, objects: keys,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				other := push(t, c, host+"/osm/myos:2.0", append(bytes.Clone(module), '!'))
+				b, err := (Signer{Key: trustedKey}).Bundle(host+"/osm/myos", other.ManifestDigest)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Attach(ctx, a.Reference, BundleMediaType, BundleMediaType, b, nil); err != nil {
+					t.Fatal(err)
+				}
+				return pull(t, c, a.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "artifact digest",
+		},
+		{
+			name: "a trusted signature moved to another artifact's referrers tag", policy: keysPolicy, objects: keys,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				signed := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, signed.Reference, Signer{Key: trustedKey})
+				victim := push(t, c, host+"/osm/myos:2.0", append(bytes.Clone(module), '!'))
+				// The fallback tag of the signed artifact lists its signature; the attacker tags that list as
+				// the victim's.
+				repo := host + "/osm/myos"
+				index, desc, err := c.FetchManifest(ctx, repo+":sha256-"+signed.ManifestDigest.Encoded())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.PushManifest(ctx, repo+":sha256-"+victim.ManifestDigest.Encoded(), desc.MediaType, index); err != nil {
+					t.Fatal(err)
+				}
+				return pull(t, c, victim.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "not attached to this artifact",
+		},
+		{
+			name: "a tampered layer under a copy of the original signature", referrers: true, policy: keysPolicy, objects: keys,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				orig := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, orig.Reference, Signer{Key: trustedKey})
+				tampered := bytes.Clone(module)
+				tampered[len(tampered)-1] ^= 0xff
+				forged := push(t, c, host+"/osm/myos:1.0", tampered) // the tag moves to the tampered module
+				copySignatures(t, c, orig, forged)
+				return pull(t, c, forged.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "artifact digest",
+		},
+		{
+			name: "certificate under the trusted root naming the identity", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				k := newKey(t)
+				cert := ca.issue(t, k, "plugins@vendor.test", "https://issuer.test", now.Add(-time.Hour), now.Add(time.Hour))
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: k, Certificate: cert})
+				return pull(t, c, a.Reference)
+			},
+		},
+		{
+			name: "expired certificate", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				k := newKey(t)
+				cert := ca.issue(t, k, "plugins@vendor.test", "https://issuer.test", now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: k, Certificate: cert})
+				return pull(t, c, a.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "expired",
+		},
+		{
+			name: "certificate naming another identity", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				k := newKey(t)
+				cert := ca.issue(t, k, "mallory@vendor.test", "https://issuer.test", now.Add(-time.Hour), now.Add(time.Hour))
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: k, Certificate: cert})
+				return pull(t, c, a.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "identity",
+		},
+		{
+			name: "certificate of another CA", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				k := newKey(t)
+				cert := otherCA.issue(t, k, "plugins@vendor.test", "https://issuer.test", now.Add(-time.Hour), now.Add(time.Hour))
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: k, Certificate: cert})
+				return pull(t, c, a.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "certificate",
+		},
+		{
+			name: "a key signature where the authority is a certificate root", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: trustedKey})
+				return pull(t, c, a.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "vendor:",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host, c := testRegistry(t, tt.referrers)
+			art := tt.setup(t, host, c)
+			v := verifierFor(t, tt.policy, tt.objects)
+			err := v.Verify(ctx, c, art)
+			if tt.wantReason == "" {
+				if err != nil {
+					t.Fatalf("Verify() = %v, want verified", err)
+				}
+				return
+			}
+			serr, ok := errors.AsType[*Error](err)
+			if !ok {
+				t.Fatalf("Verify() = %v, want a refusal %s", err, tt.wantReason)
+			}
+			if serr.Reason != tt.wantReason || !strings.Contains(err.Error(), tt.wantMessage) {
+				t.Errorf("Verify() = %s: %v, want %s mentioning %q", serr.Reason, err, tt.wantReason, tt.wantMessage)
+			}
+			for _, want := range []string{art.Reference, "osm-system/plugin-policy"} {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("refusal %q does not name %s", err, want)
+				}
+			}
+		})
+	}
+}
+
+func mustSign(t *testing.T, c *oci.Client, ref string, s Signer) {
+	t.Helper()
+	if _, _, err := Sign(context.Background(), c, ref, s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copySignatures attaches every signature bundle of from to to, unchanged: what a registry attacker can do.
+func copySignatures(t *testing.T, c *oci.Client, from, to *oci.Artifact) {
+	t.Helper()
+	ctx := context.Background()
+	descs, err := c.Referrers(ctx, from.Reference, "")
+	if err != nil || len(descs) == 0 {
+		t.Fatalf("referrers of %s: %v %v", from.Reference, descs, err)
+	}
+	for _, d := range descs {
+		att, err := c.FetchAttachment(ctx, from.Reference, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Attach(ctx, to.Reference, BundleMediaType, att.LayerMediaType, att.Layer, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestWarnModeLoadsAndLogs(t *testing.T) {
+	host, c := testRegistry(t, true)
+	art := pull(t, c, push(t, c, host+"/osm/myos:1.0", []byte("module")).Reference)
+	p, err := ParsePolicy([]byte(strings.Replace(keysPolicy, "authorities: [operator]\n", "authorities: [operator]\n  mode: warn\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged []string
+	log := funcr.New(func(_, args string) { logged = append(logged, args) }, funcr.Options{})
+	v, err := NewVerifier("osm-system/plugin-policy", p, p.Rules[0],
+		mapGetter(map[string]map[string][]byte{"ConfigMap plugin-keys": {"k": publicPEM(t, newKey(t))}}), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Verify(context.Background(), c, art); err != nil {
+		t.Fatalf("warn mode refused: %v", err)
+	}
+	if len(logged) != 1 || !strings.Contains(logged[0], "SignatureMissing") || !strings.Contains(logged[0], art.Reference) {
+		t.Errorf("warn mode logged %q, want one line naming the image and SignatureMissing", logged)
+	}
+}
+
+// The air-gap verbs carry the signatures with the artifact: a mirror, and a registry loaded from a saved
+// archive, verify under the same policy with no access to the source.
+func TestAirGapKeepsSignatures(t *testing.T) {
+	ctx := context.Background()
+	key := newKey(t)
+	v := verifierFor(t, keysPolicy, map[string]map[string][]byte{"ConfigMap plugin-keys": {"k": publicPEM(t, key)}})
+	for _, referrers := range []bool{true, false} {
+		src, c := testRegistry(t, referrers)
+		a := push(t, c, src+"/osm/myos:1.0", []byte("\x00asm a module"))
+		mustSign(t, c, a.Reference, Signer{Key: key})
+
+		mirror, _ := testRegistry(t, !referrers)
+		mirrored, err := c.Copy(ctx, a.Reference, mirror+"/mirror/myos:1.0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := v.Verify(ctx, c, pull(t, c, mirrored)); err != nil {
+			t.Errorf("referrers API %v: the mirror does not verify: %v", referrers, err)
+		}
+
+		var archive bytes.Buffer
+		if err := c.Save(ctx, []string{a.Reference}, &archive); err != nil {
+			t.Fatal(err)
+		}
+		airgap, _ := testRegistry(t, referrers)
+		loaded, err := c.Load(ctx, &archive, airgap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(loaded) != 1 {
+			t.Fatalf("loaded %v, want the one artifact", loaded)
+		}
+		if err := v.Verify(ctx, c, pull(t, c, loaded[0])); err != nil {
+			t.Errorf("referrers API %v: the registry loaded from the archive does not verify: %v", referrers, err)
+		}
+	}
+}
+
+func TestSignatureLayout(t *testing.T) {
+	// What Sign attaches is a referrer of the artifact with cosign's bundle layout.
+	ctx := context.Background()
+	host, c := testRegistry(t, true)
+	a := push(t, c, host+"/osm/myos:1.0", []byte("module"))
+	_, sd, err := Sign(ctx, c, host+"/osm/myos:1.0", Signer{Key: newKey(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _, err := c.FetchManifest(ctx, host+"/osm/myos@"+sd.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m ocispec.Manifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.ArtifactType != BundleMediaType || m.Subject == nil || m.Subject.Digest != a.ManifestDigest || len(m.Layers) != 1 || m.Layers[0].MediaType != BundleMediaType {
+		t.Errorf("signature manifest = %s", raw)
+	}
+}
