@@ -116,8 +116,11 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		if r.Name == "" {
 			r.Name = fmt.Sprintf("rule %d", i)
 		}
-		if r.Mode == "" {
+		switch r.Mode {
+		case "":
 			r.Mode = ModeEnforce
+		case "false":
+			r.Mode = ModeOff // YAML 1.1 reads an unquoted off as false
 		}
 		if err := r.check(names); err != nil {
 			return nil, fmt.Errorf("policy: rules[%d] (%s): %w", i, r.Name, err)
