@@ -10,6 +10,7 @@ import (
 	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/registry/remote"
 )
 
 // Signatures and other attachments live beside an artifact as OCI 1.1 referrers: manifests whose subject is the
@@ -195,4 +196,14 @@ func (c *Client) PushBlob(ctx context.Context, ref, mediaType string, data []byt
 	}
 	desc := ocispec.Descriptor{MediaType: mediaType, Digest: digest.FromBytes(data), Size: int64(len(data))}
 	return desc, pushIfMissing(ctx, c.repository(r), desc, data)
+}
+
+// Repository returns the oras repository of ref, with this client's credentials and transport: for signing
+// libraries (Notation) that push and read through oras themselves.
+func (c *Client) Repository(ref string) (*remote.Repository, error) {
+	r, err := parse(ref)
+	if err != nil {
+		return nil, err
+	}
+	return c.repository(r), nil
 }

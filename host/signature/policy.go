@@ -35,8 +35,9 @@ type Policy struct {
 	Rules []Rule `json:"rules,omitempty"`
 }
 
-// Authority is one signer: public keys, or a certificate authority with the identity its certificates must
-// name. Exactly one of Keys and Keyless is set.
+// Authority is one signer: public keys, a certificate authority with the identity its certificates must
+// name (Sigstore bundles), or a Notation trust store with its trusted identities (Notation signatures).
+// Exactly one of Keys, Keyless and Notation is set.
 type Authority struct {
 	Name string `json:"name"`
 	// Keys are PEM public keys (ECDSA, RSA, Ed25519); a signature by any of them is this authority's.
@@ -44,6 +45,18 @@ type Authority struct {
 	// Keyless trusts certificates issued under a Sigstore trusted root (Fulcio-style, or a private CA) that
 	// name an identity.
 	Keyless *Keyless `json:"keyless,omitempty"`
+	// Notation trusts Notation signatures (JWS or COSE envelopes attached as referrers, as the notation CLI
+	// writes them) whose certificate chain ends at one of the trust store's CA certificates.
+	Notation *NotationAuthority `json:"notation,omitempty"`
+}
+
+// NotationAuthority is a Notation trust store of type ca and the identities it trusts.
+type NotationAuthority struct {
+	// TrustStore holds the PEM CA certificates signing certificates must chain to.
+	TrustStore KeyRef `json:"trustStore"`
+	// TrustedIdentities are Notation trusted identities ("x509.subject: CN=release,O=Vendor"), or ["*"] for
+	// every certificate under the trust store.
+	TrustedIdentities []string `json:"trustedIdentities"`
 }
 
 // Keyless is a trusted root and the identity a signing certificate must carry.
@@ -133,11 +146,25 @@ func (a Authority) check() error {
 	if a.Name == "" {
 		return errors.New("name is required")
 	}
+	set := 0
+	for _, b := range []bool{a.Keys != nil, a.Keyless != nil, a.Notation != nil} {
+		if b {
+			set++
+		}
+	}
 	switch {
-	case (a.Keys == nil) == (a.Keyless == nil):
-		return fmt.Errorf("authority %q: set exactly one of keys and keyless", a.Name)
+	case set != 1:
+		return fmt.Errorf("authority %q: set exactly one of keys, keyless and notation", a.Name)
 	case a.Keys != nil:
 		return a.Keys.check()
+	case a.Notation != nil:
+		if err := a.Notation.TrustStore.check(); err != nil {
+			return fmt.Errorf("authority %q: trustStore: %w", a.Name, err)
+		}
+		if len(a.Notation.TrustedIdentities) == 0 {
+			return fmt.Errorf("authority %q: notation needs trustedIdentities (\"*\" for any)", a.Name)
+		}
+		return nil
 	}
 	k := a.Keyless
 	if err := k.TrustedRoot.check(); err != nil {

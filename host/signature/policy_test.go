@@ -67,11 +67,12 @@ func TestParsePolicyRefuses(t *testing.T) {
 		"enforce without authority": {"rules: [{mode: enforce}]", "needs at least one authority"},
 		"bad mode":                  {"authorities: [{name: a, keys: {configMap: k}}]\nrules: [{mode: strict, authorities: [a]}]", `mode "strict"`},
 		"both keys and keyless": {"authorities: [{name: a, keys: {configMap: k}, keyless: {trustedRoot: {configMap: r}, issuer: i, subject: s}}]",
-			"exactly one of keys and keyless"},
-		"keyless without identity": {"authorities: [{name: a, keyless: {trustedRoot: {configMap: r}}}]", "exactly one of issuer"},
-		"key source twice":         {"authorities: [{name: a, keys: {configMap: k, secret: s}}]", "exactly one of configMap and secret"},
-		"authority twice":          {"authorities: [{name: a, keys: {configMap: k}}, {name: a, keys: {configMap: k}}]", "defined twice"},
-		"bad pattern":              {"authorities: [{name: a, keys: {configMap: k}}]\nrules: [{namespaces: ['[x'], authorities: [a]}]", "pattern"},
+			"exactly one of keys, keyless and notation"},
+		"notation without identities": {"authorities: [{name: a, notation: {trustStore: {configMap: ca}}}]", "needs trustedIdentities"},
+		"keyless without identity":    {"authorities: [{name: a, keyless: {trustedRoot: {configMap: r}}}]", "exactly one of issuer"},
+		"key source twice":            {"authorities: [{name: a, keys: {configMap: k, secret: s}}]", "exactly one of configMap and secret"},
+		"authority twice":             {"authorities: [{name: a, keys: {configMap: k}}, {name: a, keys: {configMap: k}}]", "defined twice"},
+		"bad pattern":                 {"authorities: [{name: a, keys: {configMap: k}}]\nrules: [{namespaces: ['[x'], authorities: [a]}]", "pattern"},
 	}
 	for name, tt := range tests {
 		if _, err := ParsePolicy([]byte(tt.policy)); err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/notaryproject/notation-go"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
 	"github.com/sigstore/sigstore-go/pkg/verify"
@@ -28,11 +29,24 @@ type trusted struct {
 	identity verify.CertificateIdentity
 	// atNow: certificates are checked against the current time (the root has no logs or timestamp authorities).
 	atNow bool
+	// notation verifies Notation signatures.
+	notation notation.Verifier
+}
+
+// kind is the signature format the authority verifies.
+func (t *trusted) kind() string {
+	if t.notation != nil {
+		return NotationArtifactType
+	}
+	return BundleMediaType
 }
 
 // loadAuthority reads a's trust material through get (the data of the object a KeyRef names).
 func loadAuthority(a *Authority, get func(KeyRef) (map[string][]byte, error)) (*trusted, []byte, error) {
 	t := &trusted{name: a.Name}
+	if a.Notation != nil {
+		return loadNotation(a, get)
+	}
 	if a.Keys != nil {
 		data, err := get(*a.Keys)
 		if err != nil {

@@ -80,63 +80,126 @@ func (v *Verifier) check(ctx context.Context, client *oci.Client, art *oci.Artif
 	refuse := func(reason, format string, args ...any) *Error {
 		return &Error{Reason: reason, Image: art.Reference, Policy: v.policy, Rule: v.rule.Name, Detail: fmt.Sprintf(format, args...)}
 	}
-	descs, err := bundleReferrers(ctx, client, art.Reference)
+	descs, err := signatureReferrers(ctx, client, art.Reference)
 	if err != nil {
 		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "cannot list its signatures: %v", err)
 	}
 	if len(descs) == 0 {
-		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no Sigstore signature of %s (sign it with osmctl plugin sign)", art.ManifestDigest)
+		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", art.ManifestDigest)
 	}
-	want, err := hex.DecodeString(art.ManifestDigest.Encoded())
-	if err != nil || art.ManifestDigest.Algorithm() != digest.SHA256 {
+	if art.ManifestDigest.Algorithm() != digest.SHA256 {
 		return "", refuse(osmv1alpha1.ReasonSignatureInvalid, "manifest digest %s is not sha256", art.ManifestDigest)
 	}
+	s := &subject{art: art, client: client}
 	var problems []string
+	signatures := 0
 	for _, d := range descs {
-		by, err := v.checkOne(ctx, client, art, d, want)
+		by, isSignature, err := v.checkOne(ctx, s, d)
 		if err == nil {
 			return by, nil
 		}
-		problems = append(problems, fmt.Sprintf("signature %s: %v", d.Digest.Encoded()[:12], err))
+		if isSignature {
+			signatures++
+			problems = append(problems, fmt.Sprintf("signature %s: %v", d.Digest.Encoded()[:12], err))
+		}
+	}
+	if signatures == 0 {
+		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", art.ManifestDigest)
 	}
 	return "", refuse(osmv1alpha1.ReasonSignatureInvalid, "no signature verifies against %s: %s", strings.Join(v.rule.Authorities, ", "), strings.Join(problems, "; "))
 }
 
-// checkOne verifies one attached bundle.
-func (v *Verifier) checkOne(ctx context.Context, client *oci.Client, art *oci.Artifact, d ocispec.Descriptor, want []byte) (string, error) {
-	att, err := client.FetchAttachment(ctx, art.Reference, d)
+// subject is the artifact being verified, with what verifying it needs, read once.
+type subject struct {
+	art    *oci.Artifact
+	client *oci.Client
+	// target is the manifest's descriptor (media type, digest, size), which a Notation payload names.
+	target *ocispec.Descriptor
+}
+
+func (s *subject) descriptor(ctx context.Context) (ocispec.Descriptor, error) {
+	if s.target == nil {
+		_, d, err := s.client.FetchManifest(ctx, s.art.Reference)
+		if err != nil {
+			return d, err
+		}
+		if d.Digest != s.art.ManifestDigest {
+			return d, fmt.Errorf("the registry describes %s as %s", s.art.ManifestDigest, d.Digest)
+		}
+		s.target = &d
+	}
+	return *s.target, nil
+}
+
+// checkOne verifies one attached signature (a Sigstore bundle or a Notation envelope) against the
+// authorities of its kind. isSignature is false for a referrer that is no signature at all.
+func (v *Verifier) checkOne(ctx context.Context, s *subject, d ocispec.Descriptor) (by string, isSignature bool, err error) {
+	art := s.art
+	att, err := s.client.FetchAttachment(ctx, art.Reference, d)
 	if err != nil {
-		return "", err
+		return "", d.ArtifactType == BundleMediaType || d.ArtifactType == NotationArtifactType, err
 	}
-	if att.Manifest.ArtifactType != BundleMediaType {
-		return "", fmt.Errorf("artifact type %q is not a Sigstore bundle", att.Manifest.ArtifactType)
+	kind := att.Manifest.ArtifactType
+	if kind == "" {
+		kind = att.Manifest.Config.MediaType // the OCI rule for manifests without artifactType; notation writes these
 	}
-	if s := att.Manifest.Subject; s == nil || s.Digest != art.ManifestDigest {
-		return "", errors.New("it is not attached to this artifact")
+	if kind != BundleMediaType && kind != NotationArtifactType {
+		return "", false, fmt.Errorf("artifact type %q is not a signature", kind)
+	}
+	if sub := att.Manifest.Subject; sub == nil || sub.Digest != art.ManifestDigest {
+		return "", true, errors.New("it is not attached to this artifact")
 	}
 	var b bundle.Bundle
-	if err := b.UnmarshalJSON(att.Layer); err != nil {
-		return "", fmt.Errorf("not a Sigstore bundle: %w", err)
+	var target ocispec.Descriptor
+	switch kind {
+	case BundleMediaType:
+		if err := b.UnmarshalJSON(att.Layer); err != nil {
+			return "", true, fmt.Errorf("not a Sigstore bundle: %w", err)
+		}
+	case NotationArtifactType:
+		if target, err = s.descriptor(ctx); err != nil {
+			return "", true, err
+		}
 	}
+	want, _ := hex.DecodeString(art.ManifestDigest.Encoded())
 	var errs []string
 	for _, t := range v.authorities {
-		if err := t.verify(&b, want); err != nil {
+		if t.kind() != kind {
+			continue
+		}
+		var err error
+		if kind == BundleMediaType {
+			err = t.verify(&b, want)
+		} else {
+			err = t.verifyNotation(ctx, art.Reference, target, att.Layer, att.LayerMediaType)
+		}
+		if err != nil {
 			errs = append(errs, t.name+": "+err.Error())
 			continue
 		}
-		return t.name, nil
+		return t.name, true, nil
 	}
-	return "", errors.New(strings.Join(errs, "; "))
+	if len(errs) == 0 {
+		return "", true, fmt.Errorf("no authority of the rule verifies %s signatures", kindName(kind))
+	}
+	return "", true, errors.New(strings.Join(errs, "; "))
+}
+
+func kindName(kind string) string {
+	if kind == NotationArtifactType {
+		return "Notation"
+	}
+	return "Sigstore"
 }
 
 // emptyConfig is the config media type of an artifact manifest; some registries report it as the referrer's
 // artifact type instead of the manifest's artifactType.
 const emptyConfig = "application/vnd.oci.empty.v1+json"
 
-// bundleReferrers lists the referrers of ref that may be Sigstore bundles. The filtering is done here, not by
+// signatureReferrers lists the referrers of ref that may be signatures. The filtering is done here, not by
 // the registry: registries that report a referrer's config media type as its artifact type would otherwise
-// hide every bundle. checkOne reads the artifact type from the manifest itself.
-func bundleReferrers(ctx context.Context, client *oci.Client, ref string) ([]ocispec.Descriptor, error) {
+// hide every signature. checkOne reads the artifact type from the manifest itself.
+func signatureReferrers(ctx context.Context, client *oci.Client, ref string) ([]ocispec.Descriptor, error) {
 	all, err := client.Referrers(ctx, ref, "")
 	if err != nil {
 		return nil, err
@@ -144,7 +207,7 @@ func bundleReferrers(ctx context.Context, client *oci.Client, ref string) ([]oci
 	var out []ocispec.Descriptor
 	for _, d := range all {
 		switch d.ArtifactType {
-		case BundleMediaType, emptyConfig, "":
+		case BundleMediaType, NotationArtifactType, emptyConfig, "":
 			out = append(out, d)
 		}
 	}

@@ -2,14 +2,20 @@ package signature
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"crypto"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	notationsig "github.com/notaryproject/notation-core-go/signature"
+	"github.com/notaryproject/notation-core-go/signature/jws"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -36,6 +42,43 @@ authorities:
 rules:
 - authorities: [vendor]
 `
+
+const notationPolicy = `
+authorities:
+- name: vendor-notary
+  notation:
+    trustStore: {configMap: notation-ca}
+    trustedIdentities: ["*"]
+rules:
+- authorities: [vendor-notary]
+`
+
+// notationEnvelope is a JWS Notation signature of target made at signingTime.
+func notationEnvelope(t *testing.T, key crypto.Signer, chain []*x509.Certificate, target ocispec.Descriptor, signingTime time.Time) []byte {
+	t.Helper()
+	payload, err := json.Marshal(map[string]any{"targetArtifact": target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := notationsig.NewLocalSigner(chain, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := notationsig.NewEnvelope(jws.MediaTypeEnvelope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, err := env.Sign(&notationsig.SignRequest{Payload: notationsig.Payload{ContentType: "application/vnd.cncf.notary.payload.v1+json", Content: payload},
+		Signer: signer, SigningTime: signingTime, SigningScheme: notationsig.SigningSchemeX509, SigningAgent: "osm-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sig
+}
+
+func certPEM(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
 
 // Each case builds an artifact in the registry, maybe signs or forges a signature, and says what the
 // operator's policy must make of it.
@@ -78,7 +121,7 @@ func TestVerify(t *testing.T) {
 			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
 				return pull(t, c, push(t, c, host+"/osm/myos:1.0", module).Reference)
 			},
-			wantReason: osmv1alpha1.ReasonSignatureMissing, wantMessage: "holds no Sigstore signature",
+			wantReason: osmv1alpha1.ReasonSignatureMissing, wantMessage: "holds no signature",
 		},
 		{
 			name: "signed by an untrusted key", referrers: true, policy: keysPolicy, objects: keys,
@@ -191,6 +234,79 @@ func TestVerify(t *testing.T) {
 			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "vendor:",
 		},
 	}
+	notationRoots := map[string]map[string][]byte{"ConfigMap notation-ca": {"ca.pem": certPEM(ca.cert.Raw)}}
+	notationSigned := func(issuer *testCA, notBefore, notAfter time.Time) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+		return func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+			k := newKey(t)
+			leaf, err := x509.ParseCertificate(issuer.issue(t, k, "release@vendor.test", "https://issuer.test", notBefore, notAfter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := push(t, c, host+"/osm/myos:1.0", module)
+			if _, err := SignNotation(ctx, c, a.Reference, k, []*x509.Certificate{leaf, issuer.cert}); err != nil {
+				t.Fatal(err)
+			}
+			return pull(t, c, a.Reference)
+		}
+	}
+	tests = append(tests, []struct {
+		name        string
+		referrers   bool
+		policy      string
+		objects     map[string]map[string][]byte
+		setup       func(t *testing.T, host string, c *oci.Client) *oci.Artifact
+		wantReason  string
+		wantMessage string
+	}{
+		{name: "Notation signature chaining to the trust store", policy: notationPolicy, objects: notationRoots,
+			setup: notationSigned(ca, now.Add(-time.Hour), now.Add(time.Hour))},
+		{name: "Notation signature, registry with the referrers API", referrers: true, policy: notationPolicy, objects: notationRoots,
+			setup: notationSigned(ca, now.Add(-time.Hour), now.Add(time.Hour))},
+		{name: "Notation signature of another CA", policy: notationPolicy, objects: notationRoots,
+			setup: notationSigned(otherCA, now.Add(-time.Hour), now.Add(time.Hour)), wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "does not contain any trusted certificate"},
+		{
+			// notation refuses to sign with an expired certificate, so the envelope is made as it was while
+			// the certificate was valid.
+			name: "Notation signature with an expired certificate", policy: notationPolicy, objects: notationRoots,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				k := newKey(t)
+				leaf, err := x509.ParseCertificate(ca.issue(t, k, "release@vendor.test", "https://issuer.test", now.Add(-48*time.Hour), now.Add(-24*time.Hour)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				a := pull(t, c, push(t, c, host+"/osm/myos:1.0", module).Reference)
+				_, target, err := c.FetchManifest(ctx, a.Reference)
+				if err != nil {
+					t.Fatal(err)
+				}
+				env := notationEnvelope(t, k, []*x509.Certificate{leaf, ca.cert}, target, now.Add(-36*time.Hour))
+				if _, err := c.Attach(ctx, a.Reference, NotationArtifactType, jws.MediaTypeEnvelope, env, nil); err != nil {
+					t.Fatal(err)
+				}
+				return a
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "expired",
+		},
+		{
+			name: "a trusted Notation signature of another digest attached to this one", policy: notationPolicy, objects: notationRoots,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				signed := notationSigned(ca, now.Add(-time.Hour), now.Add(time.Hour))(t, host, c)
+				victim := push(t, c, host+"/osm/myos:2.0", append(bytes.Clone(module), '!'))
+				copySignatures(t, c, signed, victim)
+				return pull(t, c, victim.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "content descriptor mismatch",
+		},
+		{
+			name: "a Sigstore signature where the rule trusts a Notation store only", policy: notationPolicy, objects: notationRoots,
+			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+				a := push(t, c, host+"/osm/myos:1.0", module)
+				mustSign(t, c, a.Reference, Signer{Key: trustedKey})
+				return pull(t, c, a.Reference)
+			},
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "no authority of the rule verifies Sigstore signatures",
+		},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			host, c := testRegistry(t, tt.referrers)
@@ -207,6 +323,7 @@ func TestVerify(t *testing.T) {
 			if !ok {
 				t.Fatalf("Verify() = %v, want a refusal %s", err, tt.wantReason)
 			}
+			t.Logf("%s", err)
 			if serr.Reason != tt.wantReason || !strings.Contains(err.Error(), tt.wantMessage) {
 				t.Errorf("Verify() = %s: %v, want %s mentioning %q", serr.Reason, err, tt.wantReason, tt.wantMessage)
 			}
@@ -239,7 +356,7 @@ func copySignatures(t *testing.T, c *oci.Client, from, to *oci.Artifact) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := c.Attach(ctx, to.Reference, BundleMediaType, att.LayerMediaType, att.Layer, nil); err != nil {
+		if _, err := c.Attach(ctx, to.Reference, cmp.Or(att.Manifest.ArtifactType, att.Manifest.Config.MediaType), att.LayerMediaType, att.Layer, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
