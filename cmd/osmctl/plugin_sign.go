@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,11 +11,12 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
+	"github.com/osmhq/osm/host/oci"
 	"github.com/osmhq/osm/host/signature"
 )
 
 func newPluginSignCommand(p *pluginCommon) *cobra.Command {
-	var keyFile, certFile string
+	var keyFile, certFile, format string
 	cmd := &cobra.Command{
 		Use:   "sign REFERENCE --key KEY.pem [--certificate CERT.pem]",
 		Short: "Sign a plugin artifact and attach the signature to it in its registry.",
@@ -21,13 +24,16 @@ func newPluginSignCommand(p *pluginCommon) *cobra.Command {
 unencrypted PKCS #8, SEC 1 or PKCS #1) and attaches the signature to the artifact as an OCI referrer in the
 same registry: a Sigstore bundle (DSSE envelope over an in-toto statement naming the manifest digest), the
 layout cosign writes. With --certificate, the bundle carries the key's certificate instead of a key hint,
-for policies that trust a certificate authority (keyless authorities). Nothing is sent anywhere but to the
-artifact's registry: no transparency log, no timestamp authority.
+for policies that trust a certificate authority (keyless authorities). With --format notation the signature is
+a Notation JWS envelope, as the notation CLI writes it, and --certificate is required: the key's chain, leaf
+first, root last. Nothing is sent anywhere but to the artifact's registry: no transparency log, no timestamp
+authority.
 
 Prints the signed reference, pinned by digest, and the signature's digest. "osmctl plugin mirror", "save"
 and "load" carry the signature with the artifact.`,
 		Example: `  osmctl plugin sign registry.example.com/osm/myos:0.1.0 --key osm-signing.key
-  osmctl plugin sign registry.example.com/osm/myos@sha256:... --key leaf.key --certificate leaf.pem`,
+  osmctl plugin sign registry.example.com/osm/myos@sha256:... --key leaf.key --certificate leaf.pem
+  osmctl plugin sign registry.example.com/osm/myos:0.1.0 --format notation --key leaf.key --certificate chain.pem`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			keyPEM, err := os.ReadFile(keyFile)
@@ -37,6 +43,16 @@ and "load" carry the signature with the artifact.`,
 			var s signature.Signer
 			if s.Key, err = signature.ParsePrivateKey(keyPEM); err != nil {
 				return fmt.Errorf("--key %s: %w", keyFile, err)
+			}
+			client, err := p.g.ociClient(&p.registry)
+			if err != nil {
+				return err
+			}
+			if format == "notation" {
+				return signNotation(cmd, p, client, args[0], s.Key, certFile)
+			}
+			if format != "sigstore" {
+				return fmt.Errorf("--format %q: want sigstore or notation", format)
 			}
 			if certFile != "" {
 				certPEM, err := os.ReadFile(certFile)
@@ -49,10 +65,6 @@ and "load" carry the signature with the artifact.`,
 				}
 				s.Certificate = certs[0]
 			}
-			client, err := p.g.ociClient(&p.registry)
-			if err != nil {
-				return err
-			}
 			pinned, sig, err := signature.Sign(cmd.Context(), client, args[0], s)
 			if err != nil {
 				return p.registry.explain(err)
@@ -63,7 +75,8 @@ and "load" carry the signature with the artifact.`,
 		},
 	}
 	cmd.Flags().StringVar(&keyFile, "key", "", "PEM private key file to sign with.")
-	cmd.Flags().StringVar(&certFile, "certificate", "", "PEM certificate of the key, for certificate-based signatures.")
+	cmd.Flags().StringVar(&certFile, "certificate", "", "PEM certificate of the key, for certificate-based signatures (with --format notation: the chain, leaf first, root last).")
+	cmd.Flags().StringVar(&format, "format", "sigstore", "Signature format: sigstore (a Sigstore bundle, as cosign writes) or notation (a Notation JWS envelope).")
 	_ = cmd.MarkFlagRequired("key")
 	return cmd
 }
@@ -73,13 +86,16 @@ func newPluginVerifyCommand(p *pluginCommon) *cobra.Command {
 		keyFiles []string
 		keyless  signature.Keyless
 		rootFile string
+		notary   signature.NotationAuthority
+		caFile   string
 	)
 	cmd := &cobra.Command{
 		Use:   "verify REFERENCE (--key KEY.pub... | --trusted-root trusted_root.json --certificate-identity ... --certificate-oidc-issuer ...)",
 		Short: "Verify a plugin artifact's signatures offline, as the controller's policy does.",
 		Long: `verify pulls the artifact (checking its digests like every pull), lists the signatures attached to it in its
 registry and checks them offline against the public keys given (PEM, any one suffices) or against a Sigstore
-trusted root (trusted_root.json) and the identity its certificate must name, exactly as the controller does
+trusted root (trusted_root.json) and the identity its certificate must name, or (Notation signatures) against
+the CA certificates of --notation-trust-store and the identities of --notation-identity, exactly as the controller does
 under a verification policy (docs/security.md). It exits non-zero with SignatureMissing or SignatureInvalid
 and the reason when no signature verifies; it prints the verified reference, pinned by digest, otherwise.`,
 		Example: `  osmctl plugin verify registry.airgap.lan/osm/myos:0.1.0 --key osm-signing.pub
@@ -107,8 +123,17 @@ and the reason when no signature verifies; it prints the verified reference, pin
 				keyless.TrustedRoot = signature.KeyRef{ConfigMap: rootFile, Key: "trusted_root.json"}
 				policy.Authorities = append(policy.Authorities, signature.Authority{Name: "root " + rootFile, Keyless: &keyless})
 			}
+			if caFile != "" {
+				data, err := os.ReadFile(caFile)
+				if err != nil {
+					return fmt.Errorf("--notation-trust-store: %w", err)
+				}
+				files[caFile] = data
+				notary.TrustStore = signature.KeyRef{ConfigMap: caFile, Key: "ca.pem"}
+				policy.Authorities = append(policy.Authorities, signature.Authority{Name: "trust store " + caFile, Notation: &notary})
+			}
 			if len(policy.Authorities) == 0 {
-				return errors.New("give --key, or --trusted-root with the certificate identity")
+				return errors.New("give --key, or --trusted-root with the certificate identity, or --notation-trust-store")
 			}
 			for _, a := range policy.Authorities {
 				policy.Rules[0].Authorities = append(policy.Rules[0].Authorities, a.Name)
@@ -152,5 +177,35 @@ and the reason when no signature verifies; it prints the verified reference, pin
 	cmd.Flags().StringVar(&keyless.SubjectRegExp, "certificate-identity-regexp", "", "Regular expression the certificate's subject alternative name must match.")
 	cmd.Flags().StringVar(&keyless.Issuer, "certificate-oidc-issuer", "", "OIDC issuer the certificate's issuer extension must name.")
 	cmd.Flags().StringVar(&keyless.IssuerRegExp, "certificate-oidc-issuer-regexp", "", "Regular expression the certificate's OIDC issuer must match.")
+	cmd.Flags().StringVar(&caFile, "notation-trust-store", "", "PEM CA certificates a Notation signature's chain must end at.")
+	cmd.Flags().StringArrayVar(&notary.TrustedIdentities, "notation-identity", []string{"*"}, `Notation trusted identity ("x509.subject: CN=...,O=..."; repeatable); "*" trusts every certificate under the trust store.`)
 	return cmd
+}
+
+// signNotation signs ref as the notation CLI does, with key and the chain in certFile.
+func signNotation(cmd *cobra.Command, p *pluginCommon, client *oci.Client, ref string, key crypto.Signer, certFile string) error {
+	if certFile == "" {
+		return errors.New("--format notation needs --certificate: the key's certificate chain, leaf first, root last")
+	}
+	data, err := os.ReadFile(certFile)
+	if err != nil {
+		return fmt.Errorf("--certificate: %w", err)
+	}
+	ders, err := signature.ParseCertificates(data)
+	if err != nil {
+		return fmt.Errorf("--certificate %s: %w", certFile, err)
+	}
+	chain := make([]*x509.Certificate, len(ders))
+	for i, d := range ders {
+		if chain[i], err = x509.ParseCertificate(d); err != nil {
+			return fmt.Errorf("--certificate %s: %w", certFile, err)
+		}
+	}
+	pinned, err := signature.SignNotation(cmd.Context(), client, ref, key, chain)
+	if err != nil {
+		return p.registry.explain(err)
+	}
+	cmd.PrintErrf("osmctl: signed %s (Notation)\n", pinned)
+	_, err = fmt.Fprintln(cmd.OutOrStdout(), pinned)
+	return err
 }

@@ -5,11 +5,14 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeKeyPair writes a fresh P-256 key pair as PEM files and returns their paths (private, public).
@@ -96,4 +99,63 @@ func TestSignRefusesBadKeys(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "exactly one of issuer") {
 		t.Errorf("verify with a root and no identity: %s", r)
 	}
+}
+
+// writeNotationChain writes a CA certificate and a code-signing key with its chain (leaf, CA) as PEM files and
+// returns their paths (key, chain, CA).
+func writeNotationChain(t *testing.T) (string, string, string) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "osm test CA"}, NotBefore: time.Now().Add(-time.Hour),
+		NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "release", Organization: []string{"OSM test"}, Country: []string{"US"}, Province: []string{"WA"}},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, key.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, _ := x509.MarshalPKCS8PrivateKey(key)
+	dir := t.TempDir()
+	files := map[string][]byte{
+		"leaf.key":  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv}),
+		"chain.pem": append(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})...),
+		"ca.pem":    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "leaf.key"), filepath.Join(dir, "chain.pem"), filepath.Join(dir, "ca.pem")
+}
+
+// TestSignVerifyNotation signs with Notation and verifies against the CA, in the source and in a mirror.
+func TestSignVerifyNotation(t *testing.T) {
+	src, mirror := newRegistry(t, nil), newRegistry(t, nil)
+	ref := pushTemplate(t, src, "osm/template:0.1.0")
+	key, chain, ca := writeNotationChain(t)
+	_, _, otherCA := writeNotationChain(t)
+
+	mustSucceed(t, osmctl(t, "plugin", "sign", "--plain-http", "--format", "notation", ref, "--key", key, "--certificate", chain))
+	mustSucceed(t, osmctl(t, "plugin", "verify", "--plain-http", ref, "--notation-trust-store", ca))
+	mustSucceed(t, osmctl(t, "plugin", "verify", "--plain-http", ref, "--notation-trust-store", ca, "--notation-identity", "x509.subject: C=US,ST=WA,O=OSM test,CN=release"))
+	for name, args := range map[string][]string{
+		"another CA":       {"--notation-trust-store", otherCA},
+		"another identity": {"--notation-trust-store", ca, "--notation-identity", "x509.subject: C=US,ST=WA,O=OSM test,CN=someone else"},
+	} {
+		r := osmctl(t, append([]string{"plugin", "verify", "--plain-http", ref}, args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, "SignatureInvalid") {
+			t.Errorf("verify against %s: %s", name, r)
+		}
+	}
+	mirrored := strings.TrimSpace(mustSucceed(t, osmctl(t, "plugin", "mirror", "--plain-http", ref, mirror.host+"/mirror/template")).stdout)
+	src.srv.Close()
+	mustSucceed(t, osmctl(t, "plugin", "verify", "--plain-http", mirrored, "--notation-trust-store", ca))
 }
