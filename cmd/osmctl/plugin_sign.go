@@ -60,8 +60,11 @@ and "load" carry the signature with the artifact.`,
 					return fmt.Errorf("--certificate: %w", err)
 				}
 				certs, err := signature.ParseCertificates(certPEM)
-				if err != nil || len(certs) != 1 {
-					return fmt.Errorf("--certificate %s: want exactly one PEM certificate (intermediates belong in the verifier's trusted root): %v", certFile, err)
+				if err != nil {
+					return fmt.Errorf("--certificate %s: %w", certFile, err)
+				}
+				if len(certs) != 1 {
+					return fmt.Errorf("--certificate %s: want exactly one PEM certificate, not %d (intermediates belong in the verifier's trusted root)", certFile, len(certs))
 				}
 				s.Certificate = certs[0]
 			}

@@ -40,53 +40,7 @@ func TestSignedPlugins(t *testing.T) {
 	ensureNamespace(t, env, userDataNS)
 	clusterInfo(t, env)
 
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	pusher, err := oci.NewClient(oci.Options{PlainHTTP: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	wasm, err := os.ReadFile(plugintest.Build(t, filepath.Join("testdata", "plugins", "selective")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	signed, err := pusher.Push(ctx, host+"/osm/selective:signed", wasm, map[string]string{"osm.test/build": "signed"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	unsigned, err := pusher.Push(ctx, host+"/osm/selective:unsigned", wasm, map[string]string{"osm.test/build": "unsigned"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := signature.Sign(ctx, pusher, signed.Reference, signature.Signer{Key: key}); err != nil {
-		t.Fatal(err)
-	}
-	der, err := x509.MarshalPKIXPublicKey(key.Public())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, cm := range []*corev1.ConfigMap{
-		{ObjectMeta: metav1.ObjectMeta{Namespace: osmNamespace, Name: "plugin-keys"},
-			Data: map[string]string{"operator.pub": string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}},
-		{ObjectMeta: metav1.ObjectMeta{Namespace: osmNamespace, Name: "plugin-policy"}, Data: map[string]string{signature.PolicyKey: `
-authorities:
-- name: operator
-  keys: {configMap: plugin-keys}
-rules:
-- name: operator-signed
-  namespaces: [kube-system]
-  authorities: [operator]
-`}},
-	} {
-		if err := c.Create(ctx, cm); err != nil {
-			t.Fatal(err)
-		}
-	}
+	signed, unsigned := signedPluginsSetup(t, env)
 
 	opts := app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true, PluginVerificationPolicy: "plugin-policy"}
 	opts.Plugins.Registry.PlainHTTP = true
@@ -120,4 +74,85 @@ rules:
 			t.Errorf("a %s Secret exists for the MachineDeployment of the unsigned plugin (err=%v)", s, err)
 		}
 	}
+}
+
+// signedPluginsSetup starts a registry holding the selective plugin twice (one signed by the operator's key,
+// one unsigned) and installs the operator's key and a policy enforcing it for the controller's namespace.
+func signedPluginsSetup(t *testing.T, env *testenv.Env) (signed, unsigned *oci.Artifact) {
+	t.Helper()
+	ctx := context.Background()
+	c := env.Client
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithReferrersSupport(true)))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	pusher, err := oci.NewClient(oci.Options{PlainHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := os.ReadFile(plugintest.Build(t, filepath.Join("testdata", "plugins", "selective")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed, err = pusher.Push(ctx, host+"/osm/selective:signed", wasm, map[string]string{"osm.test/build": "signed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsigned, err = pusher.Push(ctx, host+"/osm/selective:unsigned", wasm, map[string]string{"osm.test/build": "unsigned"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := signature.Sign(ctx, pusher, signed.Reference, signature.Signer{Key: key}); err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cm := range []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: osmNamespace, Name: "plugin-keys"},
+			Data: map[string]string{"operator.pub": string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: osmNamespace, Name: "plugin-policy"}, Data: map[string]string{signature.PolicyKey: `
+authorities:
+- name: operator
+  keys: {configMap: plugin-keys}
+rules:
+- name: operator-signed
+  namespaces: [kube-system]
+  authorities: [operator]
+`}},
+	} {
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	return signed, unsigned
+}
+
+// TestSignedPluginsAtAdmission: the profile webhook refuses a profile naming an unsigned plugin under enforce,
+// naming the policy, and admits one naming a signed plugin.
+func TestSignedPluginsAtAdmission(t *testing.T) {
+	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
+	ctx := context.Background()
+	ensureNamespace(t, env, userDataNS)
+	clusterInfo(t, env)
+	signed, unsigned := signedPluginsSetup(t, env)
+	opts := app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true, PluginVerificationPolicy: "plugin-policy"}
+	opts.Plugins.Registry.PlainHTTP = true
+	opts.Plugins.CacheDir = t.TempDir()
+	startOSM(t, env, nil, opts)
+
+	refused := testOSP("osp-unsigned", "v1.0.0")
+	refused.Spec.Plugin = &osmv1alpha1.PluginReference{Image: unsigned.Reference}
+	err := env.Client.Create(ctx, refused)
+	if err == nil || !strings.Contains(err.Error(), "kube-system/plugin-policy") || !strings.Contains(err.Error(), "no signature") {
+		t.Errorf("creating a profile naming an unsigned plugin: %v, want a refusal naming the policy", err)
+	}
+	admitted := testOSP("osp-signed", "v1.0.0")
+	admitted.Spec.Plugin = &osmv1alpha1.PluginReference{Image: signed.Reference}
+	eventually(t, wait, "creating the profile of the signed plugin", func() error { return env.Client.Create(ctx, admitted) })
 }

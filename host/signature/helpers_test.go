@@ -56,15 +56,6 @@ func publicPEM(t testing.TB, k crypto.Signer) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
-func privatePEM(t testing.TB, k crypto.Signer) []byte {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-}
-
 // testCA is a private certificate authority issuing Fulcio-style code-signing certificates.
 type testCA struct {
 	key  *ecdsa.PrivateKey
