@@ -42,7 +42,7 @@ var (
 )
 
 // Resolve loads the plugin ref names, checking the cheap things first: the reference, then the pull Secret,
-// then the pull and the load. Errors carry the condition reason that fits: PluginNotFound for an unknown
+// then the verification policy, then the pull and the load. Errors carry the condition reason that fits: PluginNotFound for an unknown
 // built-in, PluginPullFailed when the image or its pull Secret cannot be fetched (or is still being pulled:
 // errors.Is(err, plugin.ErrPending)), PluginInvalid when the module is not a plugin this host can run.
 func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
@@ -103,7 +103,8 @@ func (s *Source) Identify(_ context.Context, _ string, ref *osmv1alpha1.PluginRe
 // sourceError is a failure to identify or load ref's plugin as the render reports it: PluginFailed for a load
 // that may not fail again (mayPass) and PluginPullFailed for an image that could not be fetched, both
 // Transient; PluginInvalid for a module that is not a plugin this host can run, PluginNotFound for an unknown
-// built-in, neither of which passes without a change.
+// built-in, neither of which passes without a change; SignatureMissing or SignatureInvalid (Transient) for an
+// image the verification policy refused (package signature).
 func sourceError(ref *osmv1alpha1.PluginReference, err error) *render.Error {
 	if serr, refused := errors.AsType[*signature.Error](err); refused {
 		// Transient: a signature may be attached, or the policy changed, without the profile changing.
