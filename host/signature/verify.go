@@ -25,7 +25,8 @@ const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
 const DefaultTimeout = 30 * time.Second
 
 // Error is a module refused by the verification policy. Its Reason is the condition reason
-// (ReasonSignatureMissing or ReasonSignatureInvalid); the message names the image, the policy and the rule.
+// (ReasonSignatureMissing or ReasonSignatureInvalid, or ReasonPluginPullFailed when the registry could not
+// list the signatures); the message names the image, the policy and the rule.
 type Error struct {
 	Reason string
 	Image  string
@@ -82,7 +83,8 @@ func (v *Verifier) check(ctx context.Context, client *oci.Client, art *oci.Artif
 	}
 	descs, err := signatureReferrers(ctx, client, art.Reference)
 	if err != nil {
-		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "cannot list its signatures: %v", err)
+		// The registry failed, not the signature: reported (and retried) like a failed pull.
+		return "", refuse(osmv1alpha1.ReasonPluginPullFailed, "cannot list its signatures: %v", err)
 	}
 	if len(descs) == 0 {
 		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", art.ManifestDigest)
