@@ -9,11 +9,15 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/funcr"
+	"github.com/google/go-containerregistry/pkg/registry"
 	notationsig "github.com/notaryproject/notation-core-go/signature"
 	"github.com/notaryproject/notation-core-go/signature/jws"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -441,5 +445,22 @@ func TestSignatureLayout(t *testing.T) {
 	}
 	if m.ArtifactType != BundleMediaType || m.Subject == nil || m.Subject.Digest != a.ManifestDigest || len(m.Layers) != 1 || m.Layers[0].MediaType != BundleMediaType {
 		t.Errorf("signature manifest = %s", raw)
+	}
+}
+
+// A registry that cannot list the signatures is a failed pull (retried), not a missing signature.
+func TestUnreachableRegistryIsAPullFailure(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	host := strings.TrimPrefix(srv.URL, "http://")
+	c, err := oci.NewClient(oci.Options{PlainHTTP: true, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := pull(t, c, push(t, c, host+"/osm/myos:1.0", []byte("module")).Reference)
+	srv.Close()
+	v := verifierFor(t, keysPolicy, map[string]map[string][]byte{"ConfigMap plugin-keys": {"k": publicPEM(t, newKey(t))}})
+	err = v.Verify(context.Background(), c, art)
+	if serr, ok := errors.AsType[*Error](err); !ok || serr.Reason != osmv1alpha1.ReasonPluginPullFailed {
+		t.Errorf("Verify() with the registry down = %v, want PluginPullFailed", err)
 	}
 }
