@@ -16,6 +16,7 @@ import (
 
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content/oci"
+	"oras.land/oras-go/v2/errdef"
 )
 
 // Save writes the plugin artifacts refs to w as a tar archive of an OCI image layout, for carrying plugins
@@ -44,6 +45,15 @@ func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) error {
 		}
 		if _, err := oras.ExtendedCopy(ctx, c.repository(r), a.ManifestDigest.String(), store, name, withReferrers); err != nil {
 			return fmt.Errorf("save %s: %w", ref, err)
+		}
+		// cosign's older layout: the signatures' own tag, named in the layout so that Load restores it.
+		sigTag := LegacySignatureTag(a.ManifestDigest)
+		if _, err := c.repository(r).Resolve(ctx, sigTag); err == nil {
+			if _, err := oras.Copy(ctx, c.repository(r), sigTag, store, r.Registry+"/"+r.Repository+":"+sigTag, oras.DefaultCopyOptions); err != nil {
+				return fmt.Errorf("save the cosign signatures of %s: %w", ref, err)
+			}
+		} else if !errors.Is(err, errdef.ErrNotFound) {
+			return fmt.Errorf("save the cosign signatures of %s: %w", ref, err)
 		}
 	}
 	return writeTar(dir, w)
@@ -85,6 +95,9 @@ func (c *Client) Load(ctx context.Context, r io.Reader, targetRegistry string) (
 		}
 		if _, err := oras.ExtendedCopy(ctx, store, name, c.repository(dst), dstRef, withReferrers); err != nil {
 			return nil, fmt.Errorf("load %s: %w", name, err)
+		}
+		if isLegacySignatureTag(src.Reference) {
+			continue // signatures, not a plugin: verified by whoever verifies the plugin
 		}
 		// Verify what landed, exactly as the controller will pull it.
 		if _, err := c.Pull(ctx, dst.String()); err != nil {

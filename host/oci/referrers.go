@@ -207,3 +207,30 @@ func (c *Client) Repository(ref string) (*remote.Repository, error) {
 	}
 	return c.repository(r), nil
 }
+
+// FetchBlob fetches the blob desc of ref's repository, at most MaxAttachmentSize bytes, and checks its digest.
+func (c *Client) FetchBlob(ctx context.Context, ref string, desc ocispec.Descriptor) ([]byte, error) {
+	r, err := parse(ref)
+	if err != nil {
+		return nil, err
+	}
+	if desc.Size < 0 || desc.Size > MaxAttachmentSize {
+		return nil, fmt.Errorf("blob %s of %d bytes: more than the %d allowed", desc.Digest, desc.Size, MaxAttachmentSize)
+	}
+	if err := desc.Digest.Validate(); err != nil {
+		return nil, fmt.Errorf("blob digest: %w", err)
+	}
+	rc, err := c.repository(r).Blobs().Fetch(ctx, desc)
+	if err != nil {
+		return nil, fmt.Errorf("fetch blob %s: %w", desc.Digest, err)
+	}
+	defer rc.Close()
+	data, err := readLimited(rc, desc.Size)
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", desc.Digest, err)
+	}
+	if got := digest.FromBytes(data); got != desc.Digest {
+		return nil, fmt.Errorf("blob digest mismatch: want %s, the registry returned %s", desc.Digest, got)
+	}
+	return data, nil
+}

@@ -22,8 +22,10 @@ const maxKeys = 64
 // trusted is an authority with its trust material loaded: what a bundle is verified against.
 type trusted struct {
 	name string
-	// keys: one verifier per public key, each trusting that key alone.
+	// keys: one verifier per public key, each trusting that key alone; raw: the same keys, for cosign's
+	// simple-signing signatures.
 	keys []*verify.Verifier
+	raw  []sigsig.Verifier
 	// keyless: a verifier trusting the root, and the identity certificates must name.
 	keyless  *verify.Verifier
 	identity verify.CertificateIdentity
@@ -58,11 +60,16 @@ func loadAuthority(a *Authority, get func(KeyRef) (map[string][]byte, error)) (*
 			return nil, nil, fmt.Errorf("authority %q: %s: %w", a.Name, a.Keys, err)
 		}
 		for _, k := range keys {
-			v, err := KeyVerifier(k)
+			sv, err := sigsig.LoadDefaultVerifier(k)
+			if err != nil {
+				return nil, nil, fmt.Errorf("authority %q: public key: %w", a.Name, err)
+			}
+			v, err := keyVerifier(sv)
 			if err != nil {
 				return nil, nil, fmt.Errorf("authority %q: %w", a.Name, err)
 			}
 			t.keys = append(t.keys, v)
+			t.raw = append(t.raw, sv)
 		}
 		return t, raw, nil
 	}
@@ -150,6 +157,10 @@ func KeyVerifier(key crypto.PublicKey) (*verify.Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("public key: %w", err)
 	}
+	return keyVerifier(sv)
+}
+
+func keyVerifier(sv sigsig.Verifier) (*verify.Verifier, error) {
 	material := root.NewTrustedPublicKeyMaterial(func(string) (root.TimeConstrainedVerifier, error) {
 		return root.NewExpiringKey(sv, time.Time{}, time.Time{}), nil
 	})

@@ -86,7 +86,11 @@ func (v *Verifier) check(ctx context.Context, client *oci.Client, art *oci.Artif
 		// The registry failed, not the signature: reported (and retried) like a failed pull.
 		return "", refuse(osmv1alpha1.ReasonPluginPullFailed, "cannot list its signatures: %v", err)
 	}
-	if len(descs) == 0 {
+	legacy, err := legacySignatures(ctx, client, art)
+	if err != nil {
+		return "", refuse(osmv1alpha1.ReasonPluginPullFailed, "cannot read its cosign signatures (%s): %v", LegacyTag(art.ManifestDigest), err)
+	}
+	if len(descs) == 0 && len(legacy) == 0 {
 		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", art.ManifestDigest)
 	}
 	if art.ManifestDigest.Algorithm() != digest.SHA256 {
@@ -104,6 +108,14 @@ func (v *Verifier) check(ctx context.Context, client *oci.Client, art *oci.Artif
 			signatures++
 			problems = append(problems, fmt.Sprintf("signature %s: %v", d.Digest.Encoded()[:12], err))
 		}
+	}
+	for _, l := range legacy {
+		by, err := v.checkLegacy(ctx, client, art, l)
+		if err == nil {
+			return by, nil
+		}
+		signatures++
+		problems = append(problems, fmt.Sprintf("cosign signature %s: %v", l.Digest.Encoded()[:12], err))
 	}
 	if signatures == 0 {
 		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", art.ManifestDigest)

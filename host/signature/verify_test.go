@@ -5,7 +5,11 @@ import (
 	"cmp"
 	"context"
 	"crypto"
+	"crypto/ecdsa"
+	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -20,6 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	notationsig "github.com/notaryproject/notation-core-go/signature"
 	"github.com/notaryproject/notation-core-go/signature/jws"
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -311,6 +317,32 @@ func TestVerify(t *testing.T) {
 			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "no authority of the rule verifies Sigstore signatures",
 		},
 	}...)
+	legacy := func(signer *ecdsa.PrivateKey, moved bool) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+		return func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+			a := push(t, c, host+"/osm/myos:1.0", module)
+			target := a
+			if moved {
+				target = push(t, c, host+"/osm/myos:2.0", append(bytes.Clone(module), '!'))
+			}
+			legacySign(t, c, host+"/osm/myos", signer, a.ManifestDigest, target.ManifestDigest)
+			return pull(t, c, target.Reference)
+		}
+	}
+	tests = append(tests, []struct {
+		name        string
+		referrers   bool
+		policy      string
+		objects     map[string]map[string][]byte
+		setup       func(t *testing.T, host string, c *oci.Client) *oci.Artifact
+		wantReason  string
+		wantMessage string
+	}{
+		{name: "cosign key signature under the .sig tag", policy: keysPolicy, objects: keys, setup: legacy(trustedKey, false)},
+		{name: "cosign .sig signature by an untrusted key", policy: keysPolicy, objects: keys, setup: legacy(otherKey, false),
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "operator: no key verifies it"},
+		{name: "cosign .sig signature of another artifact moved to this one's tag", policy: keysPolicy, objects: keys, setup: legacy(trustedKey, true),
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "not this artifact"},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			host, c := testRegistry(t, tt.referrers)
@@ -394,10 +426,17 @@ func TestAirGapKeepsSignatures(t *testing.T) {
 	ctx := context.Background()
 	key := newKey(t)
 	v := verifierFor(t, keysPolicy, map[string]map[string][]byte{"ConfigMap plugin-keys": {"k": publicPEM(t, key)}})
-	for _, referrers := range []bool{true, false} {
+	for _, tc := range []struct {
+		referrers, legacy bool
+	}{{true, false}, {false, false}, {true, true}} {
+		referrers := tc.referrers
 		src, c := testRegistry(t, referrers)
 		a := push(t, c, src+"/osm/myos:1.0", []byte("\x00asm a module"))
-		mustSign(t, c, a.Reference, Signer{Key: key})
+		if tc.legacy {
+			legacySign(t, c, src+"/osm/myos", key, a.ManifestDigest, a.ManifestDigest)
+		} else {
+			mustSign(t, c, a.Reference, Signer{Key: key})
+		}
 
 		mirror, _ := testRegistry(t, !referrers)
 		mirrored, err := c.Copy(ctx, a.Reference, mirror+"/mirror/myos:1.0")
@@ -405,7 +444,7 @@ func TestAirGapKeepsSignatures(t *testing.T) {
 			t.Fatal(err)
 		}
 		if err := v.Verify(ctx, c, pull(t, c, mirrored)); err != nil {
-			t.Errorf("referrers API %v: the mirror does not verify: %v", referrers, err)
+			t.Errorf("%+v: the mirror does not verify: %v", tc, err)
 		}
 
 		var archive bytes.Buffer
@@ -418,10 +457,10 @@ func TestAirGapKeepsSignatures(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(loaded) != 1 {
-			t.Fatalf("loaded %v, want the one artifact", loaded)
+			t.Fatalf("%+v: loaded %v, want the one artifact", tc, loaded)
 		}
 		if err := v.Verify(ctx, c, pull(t, c, loaded[0])); err != nil {
-			t.Errorf("referrers API %v: the registry loaded from the archive does not verify: %v", referrers, err)
+			t.Errorf("%+v: the registry loaded from the archive does not verify: %v", tc, err)
 		}
 	}
 }
@@ -462,5 +501,35 @@ func TestUnreachableRegistryIsAPullFailure(t *testing.T) {
 	err = v.Verify(context.Background(), c, art)
 	if serr, ok := errors.AsType[*Error](err); !ok || serr.Reason != osmv1alpha1.ReasonPluginPullFailed {
 		t.Errorf("Verify() with the registry down = %v, want PluginPullFailed", err)
+	}
+}
+
+// legacySign writes what "cosign sign --key" (before its bundle format) writes: a simple-signing payload for the
+// digest signed, its signature in a layer annotation, in a manifest tagged for the digest tagged.
+func legacySign(t *testing.T, c *oci.Client, repo string, key *ecdsa.PrivateKey, signed, tagged digest.Digest) {
+	t.Helper()
+	ctx := context.Background()
+	payload := LegacyPayload(repo, signed)
+	sum := sha256.Sum256(payload)
+	sig, err := ecdsa.SignASN1(rand.Reader, key, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer, err := c.PushBlob(ctx, repo, SimpleSigningMediaType, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layer.Annotations = map[string]string{SignatureAnnotation: base64.StdEncoding.EncodeToString(sig)}
+	config, err := c.PushBlob(ctx, repo, ocispec.MediaTypeImageConfig, []byte("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(ocispec.Manifest{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+		Config: config, Layers: []ocispec.Descriptor{layer}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PushManifest(ctx, repo+":"+LegacyTag(tagged), ocispec.MediaTypeImageManifest, raw); err != nil {
+		t.Fatal(err)
 	}
 }
