@@ -133,6 +133,8 @@ type pluginFlags struct {
 	idle       time.Duration
 	pull       time.Duration
 	host       hostFlags
+	// verificationPolicy is -plugin-verification-policy (package signature).
+	verificationPolicy string
 }
 
 // hostFlags bound the plugin host process (package pluginhost).
@@ -161,6 +163,7 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.IntVar(&p.maxLoaded, "plugin-max-loaded", plugin.DefaultMaxLoadedModules, "Most plugin modules kept loaded (~30 MiB each); beyond it the least recently used idle one is unloaded.")
 	fs.DurationVar(&p.idle, "plugin-idle-timeout", plugin.DefaultIdleTimeout, "Unload a plugin module no render used for this long.")
 	fs.DurationVar(&p.pull, "plugin-pull-timeout", plugin.DefaultPullTimeout, "Longest a plugin image pull may take, every byte included.")
+	fs.StringVar(&p.verificationPolicy, "plugin-verification-policy", "", "Name of a ConfigMap in -namespace whose policy.yaml says which plugin images must be signed by whom; a refused module is never loaded (docs/security.md). Empty: no verification, as upstream.")
 }
 
 // config returns the plugin manager's configuration. Plugins run in a host process of their own, which these
@@ -332,7 +335,8 @@ func run(f *flags) error {
 		RegistryCredentialsSecret: f.registryCredentialsSecret,
 		BootstrapTokenTTL:         f.bootstrapTokenTTL,
 		RolloutMaxConcurrent:      f.rolloutMaxConcurrent, RolloutWindow: f.rolloutWindow,
-		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
+		PluginVerificationPolicy: f.plugins.verificationPolicy,
+		MetricsAddress:           f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts, WebhookServing: serving,
 		Build: build.Short(), Logger: log,
 		Preflight: true,

@@ -155,8 +155,9 @@ func runWebhook(f *webhookFlags) error {
 	}
 	mgr, err := app.NewWebhookServer(app.WebhookOptions{
 		Config: cfg, Settings: settings, Builtins: plugins.Builtin(), Plugins: pcfg, Defaults: defaults,
-		Webhook:        webhook.Options{Port: f.port, CertDir: f.certDir},
-		MetricsAddress: f.metricsAddress, HealthProbeAddress: f.probeAddress, LeaderElect: f.leaderElect,
+		PluginVerificationPolicy: f.plugins.verificationPolicy,
+		Webhook:                  webhook.Options{Port: f.port, CertDir: f.certDir},
+		MetricsAddress:           f.metricsAddress, HealthProbeAddress: f.probeAddress, LeaderElect: f.leaderElect,
 		Logger: log,
 	})
 	if err != nil {

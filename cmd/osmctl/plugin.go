@@ -49,6 +49,8 @@ helpers included): --registry-config, else $DOCKER_CONFIG/config.json, else ~/.d
 		newPluginSaveCommand(p),
 		newPluginLoadCommand(p),
 		newPluginMirrorCommand(p),
+		newPluginSignCommand(p),
+		newPluginVerifyCommand(p),
 	)
 	return cmd
 }

@@ -85,6 +85,10 @@ type Options struct {
 	// start (-rollout-window; always when empty). See docs/drift.md.
 	RolloutMaxConcurrent int
 	RolloutWindow        string
+	// PluginVerificationPolicy names the ConfigMap in Settings.Namespace whose policy.yaml says which plugin
+	// images must be signed by whom (-plugin-verification-policy; package signature, docs/security.md). Empty
+	// verifies nothing, as upstream.
+	PluginVerificationPolicy string
 	// InProcessRestart allows a second controller in the same process, as tests that restart it need;
 	// controller-runtime otherwise refuses duplicate controller names.
 	InProcessRestart bool
@@ -154,7 +158,8 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if err := mgr.Add(closeOnStop(plugins)); err != nil {
 		return nil, err
 	}
-	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader())}
+	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()),
+		Verification: verification(mgr.GetAPIReader(), o.Settings.Namespace, o.PluginVerificationPolicy, o.Logger.WithName("signature"))}
 	settings := o.Settings
 	auth, hosts, err := registryCredentials(ctx, worker.GetAPIReader(), o.RegistryCredentialsSecret)
 	if err != nil {
@@ -228,7 +233,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	}
 	if o.Webhook.Port != 0 {
 		// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
-		admission := &pluginsource.Source{Manager: plugins, PullSecret: source.PullSecret, WaitForPulls: true}
+		admission := &pluginsource.Source{Manager: plugins, PullSecret: source.PullSecret, WaitForPulls: true, Verification: source.Verification}
 		// Reviews wait for a plugin's load only within a bound; the default profiles need no plugin at admission,
 		// and their plugins are loaded in the background at start (webhooks.Setup).
 		if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: admission, Settings: settings, Shipped: defaults}); err != nil {

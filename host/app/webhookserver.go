@@ -40,6 +40,8 @@ type WebhookOptions struct {
 	Webhook webhook.Options
 	// MetricsAddress and HealthProbeAddress are where metrics and probes are served ("0" disables).
 	MetricsAddress, HealthProbeAddress string
+	// PluginVerificationPolicy is Options.PluginVerificationPolicy: reviews load no module the policy refuses.
+	PluginVerificationPolicy string
 	// LeaderElect enables leader election in Settings.Namespace; it changes nothing for serving.
 	LeaderElect bool
 	// Logger is the root logger.
@@ -70,7 +72,8 @@ func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
-	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()), WaitForPulls: true}
+	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()), WaitForPulls: true,
+		Verification: verification(mgr.GetAPIReader(), o.Settings.Namespace, o.PluginVerificationPolicy, o.Logger.WithName("signature"))}
 	if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: o.Settings, Shipped: o.Defaults}); err != nil {
 		return nil, err
 	}

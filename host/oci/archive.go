@@ -16,11 +16,13 @@ import (
 
 	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/content/oci"
+	"oras.land/oras-go/v2/errdef"
 )
 
 // Save writes the plugin artifacts refs to w as a tar archive of an OCI image layout, for carrying plugins
 // into an air-gapped site. Each artifact is verified like Pull and named in the layout's index by its
-// reference: as given when that has a tag (so Load can restore the tag), pinned by digest otherwise.
+// reference: as given when that has a tag (so Load can restore the tag), pinned by digest otherwise. The
+// artifacts' referrers (their signatures) are saved with them, and Load pushes them back beside them.
 func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) error {
 	dir, err := os.MkdirTemp("", "osm-oci-save-")
 	if err != nil {
@@ -41,8 +43,17 @@ func (c *Client) Save(ctx context.Context, refs []string, w io.Writer) error {
 		if given, _ := parse(ref); given.Reference != "" && given.ValidateReferenceAsTag() == nil {
 			name = ref
 		}
-		if _, err := oras.Copy(ctx, c.repository(r), a.ManifestDigest.String(), store, name, oras.DefaultCopyOptions); err != nil {
+		if _, err := oras.ExtendedCopy(ctx, c.repository(r), a.ManifestDigest.String(), store, name, withReferrers); err != nil {
 			return fmt.Errorf("save %s: %w", ref, err)
+		}
+		// cosign's older layout: the signatures' own tag, named in the layout so that Load restores it.
+		sigTag := LegacySignatureTag(a.ManifestDigest)
+		if _, err := c.repository(r).Resolve(ctx, sigTag); err == nil {
+			if _, err := oras.Copy(ctx, c.repository(r), sigTag, store, r.Registry+"/"+r.Repository+":"+sigTag, oras.DefaultCopyOptions); err != nil {
+				return fmt.Errorf("save the cosign signatures of %s: %w", ref, err)
+			}
+		} else if !errors.Is(err, errdef.ErrNotFound) {
+			return fmt.Errorf("save the cosign signatures of %s: %w", ref, err)
 		}
 	}
 	return writeTar(dir, w)
@@ -82,8 +93,11 @@ func (c *Client) Load(ctx context.Context, r io.Reader, targetRegistry string) (
 		if src.ValidateReferenceAsTag() == nil {
 			dstRef = src.Reference
 		}
-		if _, err := oras.Copy(ctx, store, name, c.repository(dst), dstRef, oras.DefaultCopyOptions); err != nil {
+		if _, err := oras.ExtendedCopy(ctx, store, name, c.repository(dst), dstRef, withReferrers); err != nil {
 			return nil, fmt.Errorf("load %s: %w", name, err)
+		}
+		if isLegacySignatureTag(src.Reference) {
+			continue // signatures, not a plugin: verified by whoever verifies the plugin
 		}
 		// Verify what landed, exactly as the controller will pull it.
 		if _, err := c.Pull(ctx, dst.String()); err != nil {

@@ -9,4 +9,7 @@
 // Everything that runs is identified by digest. Pull checks the manifest against the digest it was asked for
 // and the layer against the digest in the manifest, so a registry or proxy cannot substitute content; pulled
 // blobs are cached on disk by digest and re-verified whenever they are read.
+//
+// An artifact's referrers (its signatures: Sigstore bundles, Notation envelopes) are listed and fetched within
+// bounds for package signature, and copied with the artifact by Copy, Save and Load.
 package oci

@@ -40,6 +40,8 @@ type Reference struct {
 	// PullSecret is the content of a kubernetes.io/dockerconfigjson Secret (its .dockerconfigjson key) for a
 	// private registry, or nil.
 	PullSecret []byte
+	// Verify, if set, checks an image after its pull and before its module is loaded (see Verifier).
+	Verify Verifier
 }
 
 func (r Reference) String() string {
@@ -207,7 +209,7 @@ func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
 func (m *Manager) pulledDigest(ref Reference) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.pulls.pulled[pullKey{image: ref.Image, creds: sha256.Sum256(ref.PullSecret)}]
+	return m.pulls.pulled[keyOf(ref)]
 }
 
 // declaredBy returns what the module with the digest declared when it was last loaded, unless loading it

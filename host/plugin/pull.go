@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/osmhq/osm/host/oci"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -54,11 +55,31 @@ func WaitForPulls(ctx context.Context) context.Context {
 
 func waitsForPulls(ctx context.Context) bool { b, _ := ctx.Value(waitKey{}).(bool); return b }
 
-// pullKey identifies a pull: the pinned reference and the credentials. An image pulled with one namespace's
-// pull Secret is served to a reference with other credentials only after a pull with those succeeded.
+// pullKey identifies a pull: the pinned reference, the credentials and what verified it. An image pulled with
+// one namespace's pull Secret is served to a reference with other credentials only after a pull with those
+// succeeded; one pulled under no verification (or another policy) is served to a reference its policy covers
+// only after that policy's Verifier passed it.
 type pullKey struct {
 	image string
 	creds [sha256.Size]byte
+	trust string
+}
+
+func keyOf(ref Reference) pullKey {
+	k := pullKey{image: ref.Image, creds: sha256.Sum256(ref.PullSecret)}
+	if ref.Verify != nil {
+		k.trust = ref.Verify.Key()
+	}
+	return k
+}
+
+// Verifier checks a pulled image before its module is loaded (package signature implements it with the
+// operator's signature policy): a refused module reaches neither a plugin host nor a compiler.
+type Verifier interface {
+	// Key identifies what the verifier trusts (policy, rule, keys).
+	Key() string
+	// Verify returns an error to refuse art, which client pulled.
+	Verify(ctx context.Context, client *oci.Client, art *oci.Artifact) error
 }
 
 // pulls holds the pulls under way, the recent failures, and the images pulled so far.
@@ -90,7 +111,7 @@ const maxRememberedPulls = 4096
 
 // acquireImage returns the loaded module of an image reference, pinned until release is called.
 func (m *Manager) acquireImage(ctx context.Context, ref Reference, owner *byte) (*module, func(), error) {
-	key := pullKey{image: ref.Image, creds: sha256.Sum256(ref.PullSecret)}
+	key := keyOf(ref)
 	// The module may be unloaded between the pull's load and our pin (another plugin needed the room); pulling
 	// again is then served by the disk cache. Two rounds suffice unless the bound is far too small.
 	for range 3 {
@@ -190,6 +211,12 @@ func (m *Manager) pullAndLoad(key pullKey, ref Reference, job *pullJob) (string,
 	if err != nil {
 		m.metrics.failures.WithLabelValues(name, string(ReasonPullError)).Inc()
 		return "", err
+	}
+	if ref.Verify != nil {
+		if err := ref.Verify.Verify(m.ctx, client, art); err != nil {
+			m.metrics.failures.WithLabelValues(name, "SignatureRefused").Inc()
+			return "", err
+		}
 	}
 	if art.FromCache {
 		m.metrics.cacheHits.WithLabelValues("oci").Inc()

@@ -14,6 +14,7 @@ import (
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/signature"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -30,6 +31,9 @@ type Source struct {
 	// returning a plugin.PendingError: for admission reviews and the CLI, where someone waits for the answer.
 	// Reconcilers leave it unset, so a slow registry never holds a worker.
 	WaitForPulls bool
+	// Verification returns the Verifier of a profile namespace's plugin image (package signature's policy),
+	// or nil when the image is not verified; nil means no image is.
+	Verification func(ctx context.Context, namespace, image string) (plugin.Verifier, error)
 }
 
 var (
@@ -38,7 +42,7 @@ var (
 )
 
 // Resolve loads the plugin ref names, checking the cheap things first: the reference, then the pull Secret,
-// then the pull and the load. Errors carry the condition reason that fits: PluginNotFound for an unknown
+// then the verification policy, then the pull and the load. Errors carry the condition reason that fits: PluginNotFound for an unknown
 // built-in, PluginPullFailed when the image or its pull Secret cannot be fetched (or is still being pulled:
 // errors.Is(err, plugin.ErrPending)), PluginInvalid when the module is not a plugin this host can run.
 func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
@@ -55,6 +59,13 @@ func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1
 			return nil, &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: fmt.Errorf("plugin %s: pull Secret %s/%s: %w", pref, namespace, ref.PullSecret, err), Transient: true}
 		}
 		pref.PullSecret = data
+	}
+	if ref.Image != "" && s.Verification != nil {
+		v, err := s.Verification(ctx, namespace, ref.Image)
+		if err != nil {
+			return nil, &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: fmt.Errorf("plugin %s: %w", pref, err), Transient: true}
+		}
+		pref.Verify = v
 	}
 	if s.WaitForPulls {
 		ctx = plugin.WaitForPulls(ctx)
@@ -92,8 +103,13 @@ func (s *Source) Identify(_ context.Context, _ string, ref *osmv1alpha1.PluginRe
 // sourceError is a failure to identify or load ref's plugin as the render reports it: PluginFailed for a load
 // that may not fail again (mayPass) and PluginPullFailed for an image that could not be fetched, both
 // Transient; PluginInvalid for a module that is not a plugin this host can run, PluginNotFound for an unknown
-// built-in, neither of which passes without a change.
+// built-in, neither of which passes without a change; SignatureMissing or SignatureInvalid (Transient) for an
+// image the verification policy refused (package signature).
 func sourceError(ref *osmv1alpha1.PluginReference, err error) *render.Error {
+	if serr, refused := errors.AsType[*signature.Error](err); refused {
+		// Transient: a signature may be attached, or the policy changed, without the profile changing.
+		return &render.Error{Reason: serr.Reason, Err: err, Transient: true}
+	}
 	rerr, loaded := errors.AsType[*runtime.Error](err)
 	switch {
 	case loaded && mayPass(rerr.Reason):

@@ -65,6 +65,13 @@ const (
 	ReasonPluginInvalid = "PluginInvalid"
 	// ReasonPluginFailed means the plugin trapped, panicked, timed out, ran out of memory or returned garbage.
 	ReasonPluginFailed = "PluginFailed"
+	// ReasonSignatureMissing means the plugin verification policy requires a signature of the plugin image and
+	// its registry holds none (package host/signature); the module was never loaded.
+	ReasonSignatureMissing = "SignatureMissing"
+	// ReasonSignatureInvalid means the plugin image has signatures but none verifies against the authorities
+	// the verification policy trusts for it (untrusted key, another digest, expired certificate); the module was
+	// never loaded.
+	ReasonSignatureInvalid = "SignatureInvalid"
 	// ReasonTemplateError means a template failed to parse or execute.
 	ReasonTemplateError = "TemplateError"
 	// ReasonUnsupported means the profile does not support the MachineDeployment's OS, cloud provider or
