@@ -122,6 +122,12 @@ func TestDeployManifests(t *testing.T) {
 	asController := rest.CopyConfig(env.Config)
 	asController.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:kube-system:operating-system-manager"}
 	sa := &testenv.Env{Config: asController, Client: env.Client, Webhook: env.Webhook}
+	// What the start-up check asks of deploy/'s RBAC alone, with the optional features that need more on: plugin
+	// signature verification (its policy and keys are read from ConfigMaps of the controller's namespace).
+	if problems, err := app.Preflight(ctx, app.PreflightOptions{Mgmt: asController, Namespace: "kube-system", UserDataNamespace: userDataNS,
+		LeaderElect: true, VerificationPolicy: "plugin-verification"}); err != nil || len(problems) != 0 {
+		t.Errorf("deploy/'s RBAC with plugin verification on: %v %v", problems, err)
+	}
 	// A profile handing its plugin a Secret of its namespace: deploy/ lets the controller read it.
 	createRegcodeSecret(t, env.Client, "sles-registration", regcode)
 	if err := env.Client.Create(ctx, regcodeOSP("osp-regcode", "cloud-init", "sles-registration")); err != nil {

@@ -133,6 +133,16 @@ func webhookAccess(s *WebhookServing) []access {
 	return out
 }
 
+// verificationAccess is what reading the plugin signature policy takes: get on its ConfigMap and on the
+// ConfigMaps and Secrets of its keys, in the controller's namespace (Secrets are granted there already).
+// Without it every image the policy covers would be refused as "forbidden" at its first pull.
+func verificationAccess(policy string) []access {
+	if policy == "" {
+		return nil
+	}
+	return []access{{resource: "configmaps", namespace: nsController, verbs: []string{"get"}}}
+}
+
 var leaseAccess = access{group: "coordination.k8s.io", resource: "leases", namespace: nsController, verbs: []string{"get", "create", "update"}}
 
 // PreflightOptions say where the controller runs.
@@ -143,6 +153,9 @@ type PreflightOptions struct {
 	LeaderElect                  bool
 	// Webhooks is how the admission webhooks are served, nil when they are off.
 	Webhooks *WebhookServing
+	// VerificationPolicy is -plugin-verification-policy: the ConfigMap, in Namespace, of the plugin
+	// signature policy, whose keys are ConfigMaps and Secrets there too ("" when plugins are not verified).
+	VerificationPolicy string
 }
 
 // Preflight returns the kinds and permissions the controller lacks, or nil. Errors talking to the API servers
@@ -161,7 +174,7 @@ func Preflight(ctx context.Context, o PreflightOptions) ([]Problem, error) {
 		kinds  []kindCheck
 		access []access
 	}{
-		{o.Mgmt, names["mgmt"], mgmtKinds, append(leases(mgmtAccess, o.LeaderElect), webhookAccess(o.Webhooks)...)},
+		{o.Mgmt, names["mgmt"], mgmtKinds, append(append(leases(mgmtAccess, o.LeaderElect), webhookAccess(o.Webhooks)...), verificationAccess(o.VerificationPolicy)...)},
 		{worker, names["worker"], workerKinds, workerAccess},
 	} {
 		cfg := rest.CopyConfig(c.cfg)
@@ -328,7 +341,8 @@ func missingAccess(ctx context.Context, authz authorizationv1client.Authorizatio
 // nothing renders, and returns a PreflightError.
 func preflight(ctx context.Context, o Options) error {
 	po := PreflightOptions{Mgmt: o.Mgmt, Worker: o.Worker, Namespace: o.Settings.Namespace,
-		UserDataNamespace: o.Settings.CloudInitSettingsNamespace, LeaderElect: o.LeaderElect}
+		UserDataNamespace: o.Settings.CloudInitSettingsNamespace, LeaderElect: o.LeaderElect,
+		VerificationPolicy: o.PluginVerificationPolicy}
 	if o.Webhook.Port != 0 {
 		po.Webhooks = &o.WebhookServing
 	}
