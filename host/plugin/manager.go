@@ -307,7 +307,7 @@ type LocatedFS interface {
 // its pages of the executable nor its heap hold them. Otherwise, and if the host cannot use the file, the
 // bytes are sent over the pipe.
 func (m *Manager) builtinSource(name, label, digest string) pluginhost.Module {
-	src := pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Bytes: func() ([]byte, func(), error) {
+	src := pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Builtin: m.shipped(name, digest), Bytes: func() ([]byte, func(), error) {
 		wasm, err := m.builtinBytes(name)
 		return wasm, func() {}, err
 	}}
@@ -317,6 +317,15 @@ func (m *Manager) builtinSource(name, label, digest string) pluginhost.Module {
 		}
 	}
 	return src
+}
+
+// shipped reports whether the built-in plugin name is one the build shipped: its digest was recorded beside
+// it at build time (make plugins), and is digest. Only those share the built-in plugin host; the host
+// loads them only if their bytes have that digest. Any other module in the built-ins (a test's, osmctl's
+// file) runs in a host of its own, as a tenant's does.
+func (m *Manager) shipped(name, digest string) bool {
+	b, err := fs.ReadFile(m.builtins, name+".wasm.sha256")
+	return err == nil && "sha256:"+strings.TrimSpace(string(b)) == digest
 }
 
 func (m *Manager) unknownBuiltin(name string) error {

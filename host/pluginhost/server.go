@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -199,12 +198,6 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 			reply.Err = &wireError{Digest: h.Digest, Export: h.Export, Reason: reasonNotLoaded, Detail: "module not loaded in this plugin host"}
 			break
 		}
-		// The call keeps one thread to itself, which the supervisor learns first: should the host have to be
-		// killed, the thread's CPU time tells a call that spun from one that was starved (proc.overdue).
-		goruntime.LockOSThread()
-		defer goruntime.UnlockOSThread()
-		tid := syscall.Gettid()
-		_ = out.write(&header{ID: h.ID, Op: opEvent, Event: &wireEvent{Kind: "running", Thread: tid, CPU: threadCPU(0, tid)}}, nil)
 		began := time.Now()
 		out, err := mod.Call(ctx, h.Export, payload)
 		if err != nil {
@@ -219,7 +212,16 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 	default:
 		reply.Err = &wireError{Reason: runtime.ReasonInvalidInput, Detail: "unknown operation " + strconv.Quote(h.Op)}
 	}
-	_ = out.write(reply, result)
+	if err := out.write(reply, result); errors.Is(err, errFrameTooLarge) {
+		// Errors are truncated (toWire); what remains too large is the module's metadata or a reply past the
+		// payload bound: the operation fails with its reason, at once.
+		reason := runtime.ReasonInvalidOutput
+		if h.Op == opLoad {
+			reason = runtime.ReasonInvalidModule
+		}
+		_ = out.write(&header{ID: h.ID, Op: opReply, Err: &wireError{Digest: h.Digest, Export: h.Export, Reason: reason,
+			Detail: "the plugin host's reply is too large for the wire: " + err.Error()}}, nil)
+	}
 }
 
 // returnMemory gives the memory a load or unload left behind back to the OS at once. A load's garbage (the
