@@ -27,9 +27,9 @@ type proc struct {
 	role string // roleBuiltin or roleTenant
 	// key and name are the host's key (a tenant's module digest) and its module's name.
 	key, name string
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *frameWriter
+	cmd       *exec.Cmd
+	in        io.WriteCloser
+	out       *frameWriter
 
 	mu sync.Mutex
 	// cpu is the host's CPU time at the last watch tick.
@@ -66,7 +66,7 @@ type pending struct {
 	used      time.Duration
 	cpuLimit  time.Duration
 	wallLimit time.Time
-	sent  time.Time
+	sent      time.Time
 	// saved, while a load runs the module's initialisation, holds the load's own limits it returns to after.
 	saved *limits
 }
