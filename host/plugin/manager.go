@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -67,6 +68,9 @@ type Manager struct {
 	janitor sync.WaitGroup
 
 	host *pluginhost.Supervisor
+	// scratch is the hosts' temporary cache directory, removed at Close, when Config.Precompiled is set
+	// without Config.CacheDir.
+	scratch string
 	// memo remembers plugin outputs (memo.go); nil when off.
 	memo atomic.Pointer[Memo]
 
@@ -97,7 +101,20 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 	m.mods.init()
 	m.pulls.init(cfg.Registry.MaxConcurrentPulls)
 	m.hooks = met.hooks(m.logOutput, m.logCompile)
-	if m.host, err = pluginhost.New(cfg.supervisorConfig(m.hooks, reg, log.WithName("host"))); err != nil {
+	scfg := cfg.supervisorConfig(m.hooks, reg, log.WithName("host"))
+	if cfg.Precompiled != "" {
+		if scfg.Host.CacheDir == "" {
+			if m.scratch, err = os.MkdirTemp("", "osm-plugin-cache-"); err != nil {
+				return nil, fmt.Errorf("a cache directory for the precompiled plugins: %w", err)
+			}
+			scfg.Host.CacheDir = m.scratch
+		}
+		if err := pluginhost.SeedCache(scfg.Host.CacheDir, cfg.Precompiled); err != nil {
+			// Only costs compiles.
+			log.Error(err, "seeding the plugin cache with the precompiled plugins failed", "precompiled", cfg.Precompiled)
+		}
+	}
+	if m.host, err = pluginhost.New(scfg); err != nil {
 		return nil, err
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -391,6 +408,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.janitor.Wait()
 	m.pulls.wait()
 	m.unloadAll()
+	if m.scratch != "" {
+		_ = os.RemoveAll(m.scratch)
+	}
 	return nil
 }
 

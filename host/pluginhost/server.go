@@ -112,38 +112,33 @@ func confine(cfg HostConfig) error {
 func Serve(r io.Reader, w io.Writer, cfg HostConfig) error {
 	out := &frameWriter{w: w}
 	send := func(e *wireEvent) { _ = out.write(&header{Op: opEvent, Event: e}, nil) }
-	rt, err := runtime.New(runtime.Config{
-		MemoryLimit: cfg.MemoryLimit, Timeout: cfg.Timeout, MemoryBudget: cfg.MemoryBudget,
-		CacheDir: cfg.CacheDir, NoSnapshot: cfg.NoSnapshot,
-		NoInterrupt: cfg.NoInterrupt,
-		Hooks: runtime.Hooks{
-			Compiled: func(e runtime.CompileEvent) {
-				send(&wireEvent{Kind: "compiled", Plugin: e.Plugin, Digest: e.Digest, Seconds: e.Duration.Seconds(),
-					Layer: e.Layer, NotSnapshotted: e.NotSnapshotted, Err: toWire(e.Err)})
-			},
-			CacheHit: func(l runtime.CacheLayer) { send(&wireEvent{Kind: "cacheHit", Layer: l}) },
-			Called: func(e runtime.CallEvent) {
-				if e.Err == nil && e.Export != abi.ExportMetadata {
-					return // a successful call's duration travels in its reply (serveOne), saving a frame
-				}
-				ev := &wireEvent{Kind: "called", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Seconds: e.Duration.Seconds(), Memory: e.Memory}
-				if e.Err != nil {
-					ev.Err = toWire(e.Err)
-				}
-				send(ev)
-			},
-			Initializing: func(e runtime.InitEvent) {
-				kind := "initializing"
-				if e.Done {
-					kind = "initialized"
-				}
-				send(&wireEvent{Kind: kind, Digest: e.Digest})
-			},
-			Output: func(e runtime.OutputEvent) {
-				send(&wireEvent{Kind: "output", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
-			},
+	rt, err := runtime.New(cfg.runtimeConfig(runtime.Hooks{
+		Compiled: func(e runtime.CompileEvent) {
+			send(&wireEvent{Kind: "compiled", Plugin: e.Plugin, Digest: e.Digest, Seconds: e.Duration.Seconds(),
+				Layer: e.Layer, NotSnapshotted: e.NotSnapshotted, Err: toWire(e.Err)})
 		},
-	})
+		CacheHit: func(l runtime.CacheLayer) { send(&wireEvent{Kind: "cacheHit", Layer: l}) },
+		Called: func(e runtime.CallEvent) {
+			if e.Err == nil && e.Export != abi.ExportMetadata {
+				return // a successful call's duration travels in its reply (serveOne), saving a frame
+			}
+			ev := &wireEvent{Kind: "called", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Seconds: e.Duration.Seconds(), Memory: e.Memory}
+			if e.Err != nil {
+				ev.Err = toWire(e.Err)
+			}
+			send(ev)
+		},
+		Initializing: func(e runtime.InitEvent) {
+			kind := "initializing"
+			if e.Done {
+				kind = "initialized"
+			}
+			send(&wireEvent{Kind: kind, Digest: e.Digest})
+		},
+		Output: func(e runtime.OutputEvent) {
+			send(&wireEvent{Kind: "output", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
+		},
+	}))
 	if err != nil {
 		return err
 	}
