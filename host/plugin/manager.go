@@ -41,6 +41,9 @@ type Reference struct {
 	// PullSecret is the content of a kubernetes.io/dockerconfigjson Secret (its .dockerconfigjson key) for a
 	// private registry, or nil.
 	PullSecret []byte
+	// Namespace is the namespace of the profile that names the plugin: a tenant's module's plugin host counts
+	// against that namespace's bound (pluginhost.Config.MaxHostsPerNamespace).
+	Namespace string
 }
 
 func (r Reference) String() string {
@@ -323,8 +326,8 @@ type LocatedFS interface {
 // by the host from the executable file itself, so the controller never touches the module's 4.5 MB: neither
 // its pages of the executable nor its heap hold them. Otherwise, and if the host cannot use the file, the
 // bytes are sent over the pipe.
-func (m *Manager) builtinSource(name, label, digest string) pluginhost.Module {
-	src := pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Builtin: m.shipped(name, digest), Bytes: func() ([]byte, func(), error) {
+func (m *Manager) builtinSource(name, label, digest, namespace string) pluginhost.Module {
+	src := pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Builtin: m.shipped(name, digest), Namespace: namespace, Bytes: func() ([]byte, func(), error) {
 		wasm, err := m.builtinBytes(name)
 		return wasm, func() {}, err
 	}}

@@ -19,8 +19,9 @@
 //   - repetition: every death of a tenant's host is one strike against its digest; two within
 //     QuarantineWindow quarantine the digest, its operations failing at once for a while that doubles each
 //     time. The built-in host's deaths strike nothing: no tenant's module runs there.
-//   - number: at most MaxHosts tenants' hosts live at once. Past it the least recently used idle one stops;
-//     when none is idle, a new module's operation waits for one (at most its load's wall-clock cap).
+//   - number: at most MaxHosts tenants' hosts live at once, MaxHostsPerNamespace of one namespace's modules
+//     (and so as many compiles). Past it the least recently used idle one stops; when none is idle, a new
+//     module's operation waits for one (at most its load's wall-clock cap).
 //
 // The design follows Chromium's site isolation and Crossplane functions (third-party logic in a process of
 // its own, killed by the host when it misbehaves).
@@ -82,6 +83,9 @@ const (
 	DefaultMaxHosts = 8
 	// DefaultTenantNice is the nice value of tenants' hosts; the built-in host keeps the controller's.
 	DefaultTenantNice = 10
+	// DefaultMaxHostsPerNamespace bounds the hosts, and so the compiles, of one namespace's modules at once: a
+	// namespace that mints new digests (a custom section is enough) waits for its own hosts.
+	DefaultMaxHostsPerNamespace = 3
 )
 
 // Config configures a Supervisor.
@@ -106,6 +110,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxHosts bounds the tenants' hosts alive at once. Default DefaultMaxHosts.
 	MaxHosts int
+	// MaxHostsPerNamespace bounds the hosts of one namespace's modules (Module.Namespace) alive at once.
+	// Default DefaultMaxHostsPerNamespace.
+	MaxHostsPerNamespace int
 	// TenantNice is the nice value tenants' hosts run at. Default DefaultTenantNice; negative: the
 	// controller's own.
 	TenantNice int
@@ -151,6 +158,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxHosts <= 0 {
 		c.MaxHosts = DefaultMaxHosts
 	}
+	if c.MaxHostsPerNamespace <= 0 {
+		c.MaxHostsPerNamespace = DefaultMaxHostsPerNamespace
+	}
 	if c.TenantNice == 0 {
 		c.TenantNice = DefaultTenantNice
 	}
@@ -185,6 +195,9 @@ type Module struct {
 	// Builtin marks a module shipped inside the controller's executable: the built-in modules share one
 	// trusted host. Any other module runs in a host of its own.
 	Builtin bool
+	// Namespace is the namespace whose profile first named the module: its host counts against that
+	// namespace's bound (Config.MaxHostsPerNamespace). Empty: the global bound only.
+	Namespace string
 	// File, if set, is where a host can read the module itself, so the supervisor sends no bytes: a built-in
 	// module inside the controller's executable. A host that cannot read it there, or finds other bytes
 	// (the executable was replaced on disk), gets the module from Bytes.
@@ -237,6 +250,7 @@ type Supervisor struct {
 // host is a running host process and the operations using it.
 type host struct {
 	key   string
+	ns    string
 	p     *proc
 	users int
 	used  time.Time
@@ -365,34 +379,35 @@ func (s *Supervisor) acquire(ctx context.Context, m Module) (*host, error) {
 			s.mu.Unlock()
 			return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: ReasonHostCrashed, Detail: fmt.Sprintf("a plugin host failed to start less than %s ago; retrying in %s", startBackoff, wait.Round(time.Millisecond))}
 		}
-		if !m.Builtin && s.tenantHostsLocked() >= s.cfg.MaxHosts {
-			victim := s.leastRecentlyUsedIdleLocked()
-			if victim == nil {
-				freed := s.freed
+		if full, victim := s.fullLocked(m); full {
+			if victim != nil {
+				delete(s.hosts, victim.key)
+				go victim.p.stop(fmt.Sprintf("evicted: more than %d plugin hosts, or %d of one namespace", s.cfg.MaxHosts, s.cfg.MaxHostsPerNamespace))
 				s.mu.Unlock()
-				if giveUp == nil {
-					t := time.NewTimer(s.wallCap(s.cfg.LoadTimeout))
-					defer t.Stop()
-					giveUp = t.C
-				}
-				select {
-				case <-freed:
-					continue
-				case <-ctx.Done():
-					return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonCanceled, Detail: "waiting for a plugin host: " + ctx.Err().Error(), Err: ctx.Err()}
-				case <-giveUp:
-					return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonTimeout, Detail: fmt.Sprintf("all %d plugin hosts for tenants' modules stayed busy for %s", s.cfg.MaxHosts, s.wallCap(s.cfg.LoadTimeout))}
-				}
+				continue
 			}
-			delete(s.hosts, victim.key)
-			go victim.p.stop(fmt.Sprintf("evicted: more than %d plugin hosts", s.cfg.MaxHosts))
+			freed := s.freed
+			s.mu.Unlock()
+			if giveUp == nil {
+				t := time.NewTimer(s.wallCap(s.cfg.LoadTimeout))
+				defer t.Stop()
+				giveUp = t.C
+			}
+			select {
+			case <-freed:
+				continue
+			case <-ctx.Done():
+				return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonCanceled, Detail: "waiting for a plugin host: " + ctx.Err().Error(), Err: ctx.Err()}
+			case <-giveUp:
+				return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonTimeout, Detail: fmt.Sprintf("the plugin hosts for tenants' modules (at most %d, %d per namespace) stayed busy for %s", s.cfg.MaxHosts, s.cfg.MaxHostsPerNamespace, s.wallCap(s.cfg.LoadTimeout))}
+			}
 		}
 		p, err := s.startProc(key, m)
 		if err != nil {
 			s.mu.Unlock()
 			return nil, err
 		}
-		h := &host{key: key, p: p, users: 1}
+		h := &host{key: key, ns: m.Namespace, p: p, users: 1}
 		s.hosts[key] = h
 		s.mu.Unlock()
 		go s.reap(h)
@@ -400,20 +415,37 @@ func (s *Supervisor) acquire(ctx context.Context, m Module) (*host, error) {
 	}
 }
 
-// tenantHostsLocked counts the tenants' hosts. Called with s.mu held.
-func (s *Supervisor) tenantHostsLocked() int {
-	n := len(s.hosts)
-	if _, ok := s.hosts[builtinKey]; ok {
-		n--
+// fullLocked reports whether a host for m must wait for room: its namespace has MaxHostsPerNamespace hosts,
+// or the tenants have MaxHosts. victim is then the least recently used idle host of the namespace, or of all
+// tenants, to stop; nil when every one is busy. The built-in host needs no room. Called with s.mu held.
+func (s *Supervisor) fullLocked(m Module) (full bool, victim *host) {
+	if m.Builtin {
+		return false, nil
 	}
-	return n
+	tenants, own := 0, 0
+	for _, h := range s.hosts {
+		if h.key != builtinKey {
+			tenants++
+			if m.Namespace != "" && h.ns == m.Namespace {
+				own++
+			}
+		}
+	}
+	switch {
+	case own >= s.cfg.MaxHostsPerNamespace:
+		return true, s.leastRecentlyUsedIdleLocked(func(h *host) bool { return h.ns == m.Namespace })
+	case tenants >= s.cfg.MaxHosts:
+		return true, s.leastRecentlyUsedIdleLocked(func(*host) bool { return true })
+	}
+	return false, nil
 }
 
-// leastRecentlyUsedIdleLocked returns the tenant's host without operations used least recently, or nil.
-func (s *Supervisor) leastRecentlyUsedIdleLocked() *host {
+// leastRecentlyUsedIdleLocked returns the tenant's host without operations used least recently among those
+// of, or nil.
+func (s *Supervisor) leastRecentlyUsedIdleLocked(of func(*host) bool) *host {
 	var lru *host
 	for _, h := range s.hosts {
-		if h.key != builtinKey && h.users == 0 && (lru == nil || h.used.Before(lru.used)) {
+		if h.key != builtinKey && h.users == 0 && of(h) && (lru == nil || h.used.Before(lru.used)) {
 			lru = h
 		}
 	}

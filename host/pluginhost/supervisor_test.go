@@ -454,6 +454,48 @@ func TestTenantsHostsAreBounded(t *testing.T) {
 	}
 }
 
+// TestANamespacesHostsAreBounded: one namespace's modules get at most MaxHostsPerNamespace hosts (and so as
+// many compiles) at once; past it they wait for their own namespace's hosts, while another namespace's module
+// gets a host at once.
+func TestANamespacesHostsAreBounded(t *testing.T) {
+	s := newSupervisor(t, func(c *pluginhost.Config) {
+		c.MaxHostsPerNamespace = 1
+		c.Host.Timeout = time.Hour
+	})
+	ctx := context.Background()
+	inNS := func(m pluginhost.Module, ns string) pluginhost.Module { m.Namespace = ns; return m }
+	a := inNS(module("a", handwasm.Plugin(nil, nil, 1)), "minting")
+	b := inNS(module("b", handwasm.Plugin(nil, nil, 2)), "minting")
+	other := inNS(module("other", handwasm.Plugin(nil, nil, 3)), "quiet")
+	release := make(chan struct{})
+	held := make(chan error, 1)
+	go func() { held <- s.Hold(ctx, a, release) }()
+	waitFor(t, "a's host busy", func() bool { return s.InFlight(a) == 1 })
+	got := make(chan error, 1)
+	go func() {
+		_, err := s.Call(ctx, b, abi.ExportRender, nil)
+		got <- err
+	}()
+	if _, err := s.Call(ctx, other, abi.ExportRender, nil); err != nil {
+		t.Fatalf("another namespace's module while the first namespace's host is busy: %v", err)
+	}
+	select {
+	case err := <-got:
+		t.Fatalf("a second module of the namespace ran (%v) while its one host was busy", err)
+	default:
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the namespace's second module once its host was free: %v", err)
+	}
+	if s.HostPID(a) != 0 {
+		t.Error("the namespace's idle host was not stopped to make room")
+	}
+}
+
 // TestTenantsHostsRunAtALowerPriority: a tenant's host runs at the configured nice value, the built-in host
 // at the controller's.
 func TestTenantsHostsRunAtALowerPriority(t *testing.T) {
