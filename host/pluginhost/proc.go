@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,7 +106,7 @@ func (s *Supervisor) startProc(key string, m Module) (*proc, error) {
 	if key == builtinKey {
 		role = roleBuiltin
 	}
-	cfgJSON, err := json.Marshal(s.cfg.Host)
+	cfgJSON, err := json.Marshal(s.hostConfig(key))
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +146,18 @@ func (s *Supervisor) startProc(key string, m Module) (*proc, error) {
 	go p.read(stdout)
 	go p.watch()
 	return p, nil
+}
+
+// hostConfig is the configuration of the host of key: the built-in host compiles into Host.CacheDir (which the
+// precompiled default plugins seed), a tenant's host into a directory of its module's own under it, and each
+// may write nothing else.
+func (s *Supervisor) hostConfig(key string) HostConfig {
+	hc := s.cfg.Host
+	if hc.CacheDir != "" && key != builtinKey {
+		hc.CacheDir = filepath.Join(hc.CacheDir, "tenants", strings.TrimPrefix(key, "sha256:"))
+	}
+	hc.Landlock = !s.cfg.NoLandlock
+	return hc
 }
 
 // hostEnv is the host's whole environment: its configuration and the few variables the Go runtime reads.
@@ -216,8 +229,8 @@ func (p *proc) read(stdout io.Reader) {
 		// Before anyone hears of the death: the next operation must find the strike counted.
 		p.s.strike(p.key, p.name, d)
 	}
-	close(p.dead)
 	p.s.metrics.died(p.role, string(d.reason))
+	close(p.dead)
 	log := p.s.log.V(1)
 	if d.reason != runtime.ReasonClosed {
 		log = p.s.log.V(0)

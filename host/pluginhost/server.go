@@ -44,6 +44,9 @@ type HostConfig struct {
 	// AddressSpace is the host's RLIMIT_AS in bytes (0: none): an allocation past it fails in the kernel, and
 	// the Go runtime ends the host with "out of memory" instead of growing.
 	AddressSpace uint64 `json:"addressSpace,omitempty"`
+	// Landlock makes the file system read-only for the host but for CacheDir (restrictWrites), before it reads
+	// its first module. The supervisor sets it on every host it starts.
+	Landlock bool `json:"landlock,omitempty"`
 }
 
 // init makes every binary that links this package able to serve as a plugin host: the supervisor starts its
@@ -94,7 +97,8 @@ func hostMain(cfgJSON string) int {
 const hostGCPercent = 50
 
 // confine applies the OS bounds a host sets on itself before it reads its first module: its address space,
-// and the kernel's choice of victim when the pod's cgroup runs out of memory (the host, not the controller).
+// the kernel's choice of victim when the pod's cgroup runs out of memory (the host, not the controller), and
+// where it may write (its own compilation cache).
 func confine(cfg HostConfig) error {
 	if cfg.AddressSpace > 0 {
 		lim := &syscall.Rlimit{Cur: cfg.AddressSpace, Max: cfg.AddressSpace}
@@ -104,6 +108,15 @@ func confine(cfg HostConfig) error {
 	}
 	// Raising one's own OOM score needs no privilege; failing to (no /proc) only loses the preference.
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(1000)), 0)
+	if cfg.Landlock {
+		if cfg.CacheDir != "" {
+			// The runtime creates it; it must exist for Landlock to name it.
+			if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
+				return err
+			}
+		}
+		return restrictWrites(cfg.CacheDir)
+	}
 	return nil
 }
 

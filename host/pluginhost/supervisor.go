@@ -116,6 +116,8 @@ type Config struct {
 	// TenantNice is the nice value tenants' hosts run at. Default DefaultTenantNice; negative: the
 	// controller's own.
 	TenantNice int
+	// NoLandlock leaves the hosts' file system writable (see restrictWrites): for diagnosis only.
+	NoLandlock bool
 	// WatchInterval is how often deadlines and memory are checked. Default DefaultWatchInterval.
 	WatchInterval time.Duration
 	// QuarantineWindow and Quarantine: a module whose host dies twice within the window is not run for
