@@ -222,7 +222,7 @@ func TestHostileLoadsAreKilled(t *testing.T) {
 // not overrun: a call sent to a stopped host for twice its CPU budget of wall-clock time succeeds once the
 // host runs again. A host that never gets CPU again is killed at the wall-clock cap.
 func TestDeadlinesCountCPUTime(t *testing.T) {
-	s := newSupervisor(t, func(c *pluginhost.Config) { c.WallFactor = 4 }) // budget 1.5 s of CPU, cap 6 s
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.WallFactor = 10 }) // budget 1.5 s of CPU, cap 15 s
 	ctx := context.Background()
 	m := module("hand", handwasm.Plugin(nil, nil, 1))
 	if _, err := s.Load(ctx, m); err != nil {
@@ -237,7 +237,7 @@ func TestDeadlinesCountCPUTime(t *testing.T) {
 		_, err := s.Call(ctx, m, abi.ExportRender, nil)
 		done <- err
 	}()
-	time.Sleep(3 * time.Second) // the throttling: twice the call's CPU budget, half its wall-clock cap
+	time.Sleep(3 * time.Second) // the throttling: twice the call's CPU budget, a fifth of its wall-clock cap
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
