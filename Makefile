@@ -164,6 +164,12 @@ bench-compare: plugins controlplane ## Alternate this controller and UPSTREAM=/p
 	@test -n "$(UPSTREAM)" || { echo "usage: make bench-compare UPSTREAM=/path/to/osm-controller (see hack/bench/README.md)"; exit 1; }
 	OSM_BENCH_UPSTREAM="$(abspath $(UPSTREAM))" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x -timeout 180m -v
 
+.PHONY: bench-limits
+bench-limits: plugins controlplane ## As a new pod under upstream's limits: this controller and UPSTREAM=... each in a cgroup v1 of cpu 100m and memory 256Mi (root), empty plugin cache, five default OSes; medians and ratios.
+	@test -n "$(UPSTREAM)" || { echo "usage: make bench-limits UPSTREAM=/path/to/osm-controller (see hack/bench/README.md)"; exit 1; }
+	OSM_BENCH_CGROUP=cpu=100m,memory=256Mi OSM_BENCH_EMPTY_CACHE=1 OSM_BENCH_OS=ubuntu,flatcar,rhel,rockylinux,amzn2 OSM_BENCH_MDS=$${OSM_BENCH_MDS:-5} \
+		OSM_BENCH_UPSTREAM="$(abspath $(UPSTREAM))" KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test ./host/app -run '^$$' -bench '^BenchmarkCompare$$' -benchtime 1x -timeout 180m -v
+
 .PHONY: bench-baseline
 bench-baseline: plugins controlplane ## Alternate this controller and BASELINE=/path/to/an/earlier/osm-controller build of ours; medians and ratios.
 	@test -n "$(BASELINE)" || { echo "usage: make bench-baseline BASELINE=/path/to/osm-controller (built from an earlier commit)"; exit 1; }

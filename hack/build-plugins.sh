@@ -34,3 +34,23 @@ for n in "${names[@]}"; do
   sha256sum "${dist}/${n}.wasm" | cut -c1-64 > "${dist}/${n}.wasm.sha256"
   echo "${sum}" > "${dist}/${n}.sum"
 done
+
+# The default plugins' machine code for this wazero version and architecture, compiled once here so that neither
+# a pod (make image ships it next to the controller) nor a test compiles them (host/pluginhost Precompile,
+# plugins.PrecompiledDir). Redone when a plugin, the runtime or the toolchain changed; a host that finds code of
+# another version or architecture compiles, it never fails.
+if [[ $# -eq 0 ]]; then
+  compiled="plugins/compiled"
+  stamp="$( (go env GOVERSION GOARCH; cat "${dist}"/*.wasm.sha256 go.sum $(find sdk/runtime host/pluginhost cmd/osm-plugin-host hack/build-plugins.sh ! -name '*_test.go' -type f | sort)) | sha256sum | cut -c1-64)"
+  if [[ ! -f "${compiled}/stamp" || "$(cat "${compiled}/stamp")" != "${stamp}" ]]; then
+    echo "plugins: precompiling the default plugins into ${compiled}" >&2
+    rm -rf "${compiled}.tmp" && mkdir -p "${compiled}.tmp"
+    go run ./cmd/osm-plugin-host precompile "${compiled}.tmp" "${dist}"/*.wasm
+    # Again for the hosts of test binaries (make test), whose build information names no wazero version: the
+    # same machine code, under the names they look for ("dev" in wazero's cache, "unknown" in the snapshots').
+    go run -ldflags "-X github.com/tetratelabs/wazero/internal/version.version=dev -X github.com/osmhq/osm/sdk/runtime.linkedWazeroVersion=unknown" \
+      ./cmd/osm-plugin-host precompile "${compiled}.tmp" "${dist}"/*.wasm
+    echo "${stamp}" > "${compiled}.tmp/stamp"
+    rm -rf "${compiled}" && mv "${compiled}.tmp" "${compiled}"
+  fi
+fi

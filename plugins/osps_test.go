@@ -66,7 +66,7 @@ var goldenCases = map[string]bool{
 // newSource resolves built-in plugins from dist through the controller's plugin manager and source.
 func newSource(t testing.TB, dist fs.FS) *pluginsource.Source {
 	t.Helper()
-	m, err := plugin.New(plugin.Config{CacheDir: pluginstest.CacheDir(t)}, dist, prometheus.NewRegistry(), logr.Discard())
+	m, err := plugin.New(plugin.Config{CacheDir: pluginstest.CacheDir(t), Precompiled: plugins.PrecompiledDir()}, dist, prometheus.NewRegistry(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,17 +3,27 @@
 // nothing of the controller, so a host costs a Go runtime and the loaded modules, not the controller's
 // libraries and their initialisation. osm-controller uses it when it lies next to its own executable, and
 // serves as host itself otherwise.
+//
+// The build runs it once by hand: "osm-plugin-host precompile <dir> <module.wasm>..." compiles the default
+// plugins into a cache directory that the controller seeds its hosts' cache from (make plugins, make image).
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 
-	// Its init serves as a plugin host when the supervisor's environment says so, and never returns then.
-	_ "github.com/osmhq/osm/host/pluginhost"
+	"github.com/osmhq/osm/host/pluginhost"
 )
 
 func main() {
-	fmt.Fprintln(os.Stderr, "osm-plugin-host runs plugins for osm-controller, which starts it; it is not run by hand")
+	if len(os.Args) >= 3 && os.Args[1] == "precompile" {
+		if err := pluginhost.Precompile(context.Background(), pluginhost.HostConfig{CacheDir: os.Args[2]}, os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "osm-plugin-host precompile:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	fmt.Fprintln(os.Stderr, "osm-plugin-host runs plugins for osm-controller, which starts it; it is not run by hand (but for: osm-plugin-host precompile <dir> <module.wasm>...)")
 	os.Exit(2)
 }

@@ -64,7 +64,7 @@ func (g *globals) manager(cmd *cobra.Command, reg *registryFlags) (*plugin.Manag
 	if err != nil {
 		return nil, err
 	}
-	m, err := plugin.New(plugin.Config{CacheDir: g.cacheDir, Registry: rc}, plugins.Builtin(), prometheus.NewRegistry(), g.logger(cmd.ErrOrStderr()))
+	m, err := plugin.New(plugin.Config{CacheDir: g.cacheDir, Registry: rc, Precompiled: plugins.PrecompiledDir()}, plugins.Builtin(), prometheus.NewRegistry(), g.logger(cmd.ErrOrStderr()))
 	if err != nil {
 		return nil, err
 	}

@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/opencontainers/go-digest"
@@ -97,6 +99,9 @@ func Image(o Options, bins map[string]string) (*Built, error) {
 	if err := dir("tmp", 0o1777); err != nil {
 		return nil, err
 	}
+	if err := dir(PrecompiledPath[1:], 0o755); err != nil {
+		return nil, err
+	}
 	for _, b := range []struct{ path, bin string }{{ControllerPath, bins["osm-controller"]}, {OsmctlPath, bins["osmctl"]}, {HostPath, bins["osm-plugin-host"]}} {
 		data, err := os.ReadFile(b.bin)
 		if err != nil {
@@ -107,6 +112,9 @@ func Image(o Options, bins map[string]string) (*Built, error) {
 		}
 	}
 	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: WebhookPath[1:], Linkname: "osm-controller", Mode: 0o777, ModTime: mtime}); err != nil {
+		return nil, err
+	}
+	if err := addPrecompiled(o, dir, file); err != nil {
 		return nil, err
 	}
 	certs, err := os.ReadFile(o.CACerts)
@@ -185,4 +193,46 @@ func Push(ctx context.Context, target oras.Target, b *Built, tag string) error {
 		}
 	}
 	return target.Tag(ctx, b.ManifestDesc, tag)
+}
+
+// PrecompiledPath is where the image ships the default plugins' machine code: next to the controller, where
+// plugins.PrecompiledDir finds it, so that a new pod never compiles a default plugin.
+const PrecompiledPath = "/usr/local/bin/osm-plugins-compiled"
+
+// addPrecompiled adds what make plugins compiled (plugins/compiled) for the image's architecture and for
+// binaries that know their wazero version (not the test binaries' "dev" and "unknown" entries). Another
+// architecture's image ships none: its pods compile the default plugins once per pod.
+func addPrecompiled(o Options, dir func(string, int64) error, file func(string, int64, []byte) error) error {
+	src := filepath.Join(o.Root, "plugins", "compiled")
+	if _, err := os.Stat(filepath.Join(src, "stamp")); err != nil {
+		return fmt.Errorf("no precompiled default plugins in %s: run make plugins", src)
+	}
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil || rel == "." {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		top, _, _ := strings.Cut(name, "/")
+		switch {
+		case strings.HasPrefix(top, "wazero-") && (strings.HasPrefix(top, "wazero-dev-") || !strings.HasSuffix(top, "-"+o.Arch+"-linux")),
+			name == "osm-snapshots/unknown":
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		case d.IsDir():
+			return dir(PrecompiledPath[1:]+"/"+name, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return file(PrecompiledPath[1:]+"/"+name, 0o644, data)
+	})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -15,6 +16,11 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/go-logr/logr/testr"
+
+	"github.com/osmhq/osm/host/pluginhost"
+	sdkruntime "github.com/osmhq/osm/sdk/runtime"
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
@@ -129,7 +135,67 @@ func TestImage(t *testing.T) {
 	if out, err := exec.Command(osmctl, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), o.Version+" (commit ") {
 		t.Errorf("osmctl version from the image: %q (%v)", out, err)
 	}
+	hostFromTheImage(t, files, dir)
 	t.Logf("image %s: layer %d bytes compressed", b.ManifestDesc.Digest, m.Layers[0].Size)
+}
+
+// hostFromTheImage runs the image's plugin host with the image's precompiled default plugins, as a pod does:
+// loading the ubuntu plugin compiles nothing (every compiled-code entry of its cache is still a link to the
+// shipped code), and the image ships no test binaries' entries.
+func hostFromTheImage(t *testing.T, files map[string]tarFile, dir string) {
+	t.Helper()
+	compiled := filepath.Join(dir, "compiled")
+	prefix := PrecompiledPath[1:] + "/"
+	for name, f := range files {
+		rel, ok := strings.CutPrefix(name, prefix)
+		if !ok || f.hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		if strings.Contains(rel, "wazero-dev-") || strings.HasPrefix(rel, "osm-snapshots/unknown") {
+			t.Errorf("the image ships the test binaries' %s", rel)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(compiled, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(compiled, rel), f.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host := filepath.Join(dir, "osm-plugin-host")
+	if err := os.WriteFile(host, files["usr/local/bin/osm-plugin-host"].data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	if err := pluginhost.SeedCache(cache, compiled); err != nil {
+		t.Fatal(err)
+	}
+	s, err := pluginhost.New(pluginhost.Config{Executable: host, Host: pluginhost.HostConfig{CacheDir: cache}, Log: testr.New(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "plugins", "dist", "ubuntu.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := pluginhost.Module{Name: "ubuntu", Digest: sdkruntime.Digest(wasm), Builtin: true, Bytes: func() ([]byte, func(), error) { return wasm, func() {}, nil }}
+	if _, err := s.Load(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	entries := 0
+	err = filepath.WalkDir(cache, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.Contains(path, "wazero-") {
+			return err
+		}
+		entries++
+		if d.Type()&fs.ModeSymlink == 0 {
+			t.Errorf("the image's host compiled %s", path)
+		}
+		return nil
+	})
+	if err != nil || entries == 0 {
+		t.Errorf("compiled code in the host's cache: %d entries (%v)", entries, err)
+	}
 }
 
 func fetch(t *testing.T, repo *remote.Repository, desc ocispec.Descriptor) []byte {

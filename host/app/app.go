@@ -151,7 +151,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		}
 	}
 
-	plugins, err := plugin.New(o.Plugins, o.Builtins, metrics.Registry, o.Logger.WithName("plugins"))
+	plugins, err := plugin.New(o.pluginConfig(), o.Builtins, metrics.Registry, o.Logger.WithName("plugins"))
 	if err != nil {
 		return nil, err
 	}

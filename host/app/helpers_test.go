@@ -175,7 +175,12 @@ func fillDefaults(t *testing.T, env *testenv.Env, opts *app.Options) {
 	if host.LoadTimeout == 0 {
 		host.LoadTimeout = 5 * time.Minute // a cold compile in the race-built plugin host, on two busy cores
 	}
-	opts.Plugins = plugin.Config{CacheDir: cacheDir, Timeout: 2 * time.Second, MemoryLimit: 64 << 20, Host: host, Registry: opts.Plugins.Registry}
+	timeout := opts.Plugins.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Second
+	}
+	opts.Plugins = plugin.Config{CacheDir: cacheDir, Timeout: timeout, MemoryLimit: 64 << 20, Host: host, Precompiled: opts.Plugins.Precompiled,
+		Registry: opts.Plugins.Registry}
 	if env.Webhook != nil && env.Webhook.LocalServingPort != 0 {
 		opts.Webhook = webhook.Options{Host: env.Webhook.LocalServingHost, Port: env.Webhook.LocalServingPort, CertDir: env.Webhook.LocalServingCertDir}
 	}

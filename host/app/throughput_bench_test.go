@@ -172,7 +172,11 @@ func oursUnderTest(b *testing.B) controllerUnderTest {
 	return controllerUnderTest{name: "osm", bin: buildController(b), crds: append(defs, ext...), ours: true,
 		env: strings.Fields(os.Getenv("OSM_BENCH_OURS_ENV")),
 		args: func(kubeconfig string, metricsPort, probePort int) []string {
-			args := append(upstreamFlags(kubeconfig, metricsPort, probePort), "-webhook-port", "0", "-plugin-cache-dir", cacheDir, "-log-format", "json")
+			dir := cacheDir
+			if emptyCache() {
+				dir = emptyCacheDir(b)
+			}
+			args := append(upstreamFlags(kubeconfig, metricsPort, probePort), "-webhook-port", "0", "-plugin-cache-dir", dir, "-log-format", "json")
 			return append(args, extra...)
 		}}
 }
@@ -307,7 +311,7 @@ func runBench(b *testing.B, c controllerUnderTest, n int) benchResult {
 		pprofPort = freePort(b)
 		args = append(args, "-pprof-address", fmt.Sprintf("127.0.0.1:%d", pprofPort))
 	}
-	cmd := exec.Command(c.bin, args...)
+	cmd := benchCommand(b, c.name, n, c.bin, args)
 	cmd.Env = append(os.Environ(), c.env...)
 	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("osm-bench-%s-%d.log", c.name, n))
 	logFile, err := os.Create(logPath)

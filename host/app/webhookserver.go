@@ -64,7 +64,7 @@ func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	plugins, err := plugin.New(o.Plugins, o.Builtins, metrics.Registry, o.Logger.WithName("plugins"))
+	plugins, err := plugin.New(o.pluginConfig(), o.Builtins, metrics.Registry, o.Logger.WithName("plugins"))
 	if err != nil {
 		return nil, err
 	}

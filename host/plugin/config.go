@@ -54,6 +54,11 @@ type Config struct {
 	// CacheDir holds compiled code (<dir>/wazero) and pulled artifacts (<dir>/oci) across restarts. Empty keeps
 	// both in memory only, which makes every controller restart compile every plugin from scratch.
 	CacheDir string
+	// Precompiled is a compilation cache the build filled with the default plugins' machine code (make
+	// plugins: plugins/compiled; the image: next to the controller), which seeds the hosts' cache, so that
+	// they never compile a default plugin (pluginhost.SeedCache). Without CacheDir the hosts get a private
+	// temporary cache for it. Empty: none.
+	Precompiled string
 	// Registry holds the settings for pulling plugin images; credentials come per resolution.
 	Registry RegistryConfig
 	// NoSnapshot makes every plugin instance initialise itself (runtime.Config.NoSnapshot): for comparisons.
@@ -77,6 +82,9 @@ type HostConfig struct {
 	// IdleTimeout stops the host when no plugin operation used it for this long (the next one starts a new
 	// host); zero: pluginhost.DefaultIdleTimeout, negative: never.
 	IdleTimeout time.Duration
+	// Quarantine is how long a module whose host died twice within pluginhost.DefaultQuarantineWindow is
+	// refused (doubling each time); zero: pluginhost.DefaultQuarantine.
+	Quarantine time.Duration
 }
 
 // RegistryConfig is how the controller reaches registries.
@@ -125,7 +133,7 @@ func (c Config) supervisorConfig(hooks runtime.Hooks, reg prometheus.Registerer,
 		hc.CacheDir = filepath.Join(c.CacheDir, "wazero")
 	}
 	return pluginhost.Config{Host: hc, Executable: c.Host.Executable, Grace: c.Host.Grace, LoadTimeout: c.Host.LoadTimeout,
-		MaxRSS: c.Host.MaxRSS, IdleTimeout: c.Host.IdleTimeout, Hooks: hooks, Registerer: reg, Log: log}
+		MaxRSS: c.Host.MaxRSS, IdleTimeout: c.Host.IdleTimeout, Quarantine: c.Host.Quarantine, Hooks: hooks, Registerer: reg, Log: log}
 }
 
 func (c Config) ociOptions(dockerConfig []byte) oci.Options {

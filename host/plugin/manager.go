@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -42,6 +43,9 @@ type Reference struct {
 	PullSecret []byte
 	// Verify, if set, checks an image after its pull and before its module is loaded (see Verifier).
 	Verify Verifier
+	// Namespace is the namespace of the profile that names the plugin: a tenant's module's plugin host counts
+	// against that namespace's bound (pluginhost.Config.MaxHostsPerNamespace).
+	Namespace string
 }
 
 func (r Reference) String() string {
@@ -69,6 +73,9 @@ type Manager struct {
 	janitor sync.WaitGroup
 
 	host *pluginhost.Supervisor
+	// scratch is the hosts' temporary cache directory, removed at Close, when Config.Precompiled is set
+	// without Config.CacheDir.
+	scratch string
 	// memo remembers plugin outputs (memo.go); nil when off.
 	memo atomic.Pointer[Memo]
 
@@ -99,7 +106,20 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 	m.mods.init()
 	m.pulls.init(cfg.Registry.MaxConcurrentPulls)
 	m.hooks = met.hooks(m.logOutput, m.logCompile)
-	if m.host, err = pluginhost.New(cfg.supervisorConfig(m.hooks, reg, log.WithName("host"))); err != nil {
+	scfg := cfg.supervisorConfig(m.hooks, reg, log.WithName("host"))
+	if cfg.Precompiled != "" {
+		if scfg.Host.CacheDir == "" {
+			if m.scratch, err = os.MkdirTemp("", "osm-plugin-cache-"); err != nil {
+				return nil, fmt.Errorf("a cache directory for the precompiled plugins: %w", err)
+			}
+			scfg.Host.CacheDir = m.scratch
+		}
+		if err := pluginhost.SeedCache(scfg.Host.CacheDir, cfg.Precompiled); err != nil {
+			// Only costs compiles.
+			log.Error(err, "seeding the plugin cache with the precompiled plugins failed", "precompiled", cfg.Precompiled)
+		}
+	}
+	if m.host, err = pluginhost.New(scfg); err != nil {
 		return nil, err
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
@@ -308,8 +328,8 @@ type LocatedFS interface {
 // by the host from the executable file itself, so the controller never touches the module's 4.5 MB: neither
 // its pages of the executable nor its heap hold them. Otherwise, and if the host cannot use the file, the
 // bytes are sent over the pipe.
-func (m *Manager) builtinSource(name, label, digest string) pluginhost.Module {
-	src := pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Bytes: func() ([]byte, func(), error) {
+func (m *Manager) builtinSource(name, label, digest, namespace string) pluginhost.Module {
+	src := pluginhost.Module{Name: cmp.Or(label, name), Digest: digest, Builtin: m.shipped(name, digest), Namespace: namespace, Bytes: func() ([]byte, func(), error) {
 		wasm, err := m.builtinBytes(name)
 		return wasm, func() {}, err
 	}}
@@ -319,6 +339,15 @@ func (m *Manager) builtinSource(name, label, digest string) pluginhost.Module {
 		}
 	}
 	return src
+}
+
+// shipped reports whether the built-in plugin name is one the build shipped: its digest was recorded beside
+// it at build time (make plugins), and is digest. Only those share the built-in plugin host; the host
+// loads them only if their bytes have that digest. Any other module in the built-ins (a test's, osmctl's
+// file) runs in a host of its own, as a tenant's does.
+func (m *Manager) shipped(name, digest string) bool {
+	b, err := fs.ReadFile(m.builtins, name+".wasm.sha256")
+	return err == nil && "sha256:"+strings.TrimSpace(string(b)) == digest
 }
 
 func (m *Manager) unknownBuiltin(name string) error {
@@ -384,6 +413,9 @@ func (m *Manager) Close(ctx context.Context) error {
 	m.janitor.Wait()
 	m.pulls.wait()
 	m.unloadAll()
+	if m.scratch != "" {
+		_ = os.RemoveAll(m.scratch)
+	}
 	return nil
 }
 

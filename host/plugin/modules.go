@@ -5,6 +5,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -118,10 +119,12 @@ func (m *Manager) load(ctx context.Context, s *slot, load loadFunc) {
 	m.remember(s.mod)
 }
 
-// transient reports whether a load failure may not repeat, so it must not be remembered.
+// transient reports whether a load failure may not repeat, so it must not be remembered. A module's host
+// dying under it, and the quarantine that follows two such deaths, expire: the supervisor remembers them by
+// digest for as long as they last, and remembering them here would make the quarantine permanent.
 func transient(err error) bool {
 	switch runtime.ReasonOf(err) {
-	case runtime.ReasonTimeout, runtime.ReasonCanceled, runtime.ReasonClosed, "":
+	case runtime.ReasonTimeout, runtime.ReasonCanceled, runtime.ReasonClosed, pluginhost.ReasonQuarantined, pluginhost.ReasonHostCrashed, "":
 		return true
 	}
 	return false

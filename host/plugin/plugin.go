@@ -166,7 +166,7 @@ func (p *Plugin) callHost(ctx context.Context, export string, in []byte) ([]byte
 func (p *Plugin) acquire(ctx context.Context) (*module, func(), error) {
 	if p.ref.Builtin != "" {
 		return p.m.acquire(ctx, p.Source.ModuleDigest, p.owner, func(ctx context.Context) (*module, error) {
-			return p.m.loadModule(ctx, p.m.builtinSource(p.ref.Builtin, p.ref.Label, p.Source.ModuleDigest))
+			return p.m.loadModule(ctx, p.m.builtinSource(p.ref.Builtin, p.ref.Label, p.Source.ModuleDigest, p.ref.Namespace))
 		})
 	}
 	return p.m.acquireImage(ctx, p.ref, p.owner)

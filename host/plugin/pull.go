@@ -226,7 +226,7 @@ func (m *Manager) pullAndLoad(key pullKey, ref Reference, job *pullJob) (string,
 	digest := runtime.Digest(art.Module)
 	// The slot keeps the bytes while the module is loaded, for a plugin host that comes back empty after a kill.
 	wasm := art.Module
-	src := pluginhost.Module{Name: name, Digest: digest, Bytes: func() ([]byte, func(), error) { return wasm, func() {}, nil }}
+	src := pluginhost.Module{Name: name, Digest: digest, Namespace: ref.Namespace, Bytes: func() ([]byte, func(), error) { return wasm, func() {}, nil }}
 	_, release, err := m.acquire(m.ctx, digest, nil, func(ctx context.Context) (*module, error) {
 		return m.loadModule(ctx, src)
 	})

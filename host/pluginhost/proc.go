@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,18 +21,20 @@ import (
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
-// proc is one plugin host process and the calls in flight on it. It never outlives a failure: a host that
-// dies, or is killed, is replaced by a new proc on the next call.
+// proc is one plugin host process and the operations in flight on it. It never outlives a failure: a host
+// that dies, or is killed, is replaced by a new proc on the next operation.
 type proc struct {
 	s    *Supervisor
-	role string
-	cmd  *exec.Cmd
-	in   io.WriteCloser
-	out  *frameWriter
-	// users counts the operations the supervisor runs on this host (guarded by the Supervisor's mu).
-	users int
+	role string // roleBuiltin or roleTenant
+	// key and name are the host's key (a tenant's module digest) and its module's name.
+	key, name string
+	cmd       *exec.Cmd
+	in        io.WriteCloser
+	out       *frameWriter
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// cpu is the host's CPU time at the last watch tick.
+	cpu     time.Duration
 	nextID  uint64
 	pending map[uint64]*pending
 	loaded  map[string]*loadState
@@ -47,20 +50,31 @@ type proc struct {
 	loading chan struct{}
 }
 
-// pending is an operation waiting for its reply.
+// Roles of hosts, in metrics and logs.
+const (
+	roleBuiltin = "builtin"
+	roleTenant  = "tenant"
+)
+
+// pending is an operation waiting for its reply, and the host CPU time charged to it.
 type pending struct {
-	id       uint64
-	digest   string
-	what     string // "osm_render", "load", ...
-	deadline time.Time
-	reply    chan reply
-	// A call's thread in the host, its CPU time when the call started there, and when the supervisor heard
-	// of it (the "running" event); thread is 0 until then.
-	thread    int
-	cpu       int64
-	runningAt time.Time
-	// loadDeadline, while a load runs the module's initialisation, is the deadline it returns to after.
-	loadDeadline time.Time
+	id     uint64
+	digest string
+	what   string // "osm_render", "load", ...
+	reply  chan reply
+	// used is its share of the host's CPU time since it was sent; past cpuLimit, or past wallLimit whatever
+	// it used, the host is killed.
+	used      time.Duration
+	cpuLimit  time.Duration
+	wallLimit time.Time
+	sent      time.Time
+	// saved, while a load runs the module's initialisation, holds the load's own limits it returns to after.
+	saved *limits
+}
+
+type limits struct {
+	cpu  time.Duration
+	wall time.Time
 }
 
 type reply struct {
@@ -74,24 +88,25 @@ type loadState struct {
 	err  error
 }
 
-// death says why a host ended, and whom to blame.
+// death says why a host ended. In a tenant's host every operation in flight was its module's; in the
+// built-in host the culprits fail and the others run again.
 type death struct {
 	cause string
-	// reason is the runtime.Reason a culprit's caller gets.
+	// reason is the runtime.Reason the operations' callers get.
 	reason runtime.Reason
 	// unstarted says the host died before it started: the host's own failure.
 	unstarted bool
-	// culprits are the operations the host was killed for, or the only one in flight when it died. Empty
-	// means nobody in particular: a crash or the memory watchdog with several operations in flight.
+	// culprits are the operations the host was killed for, or the only one in flight when it died.
 	culprits map[uint64]bool
-	// suspects, when the host was killed for time, are the operations past their deadlines that are not
-	// known to be culprits: they run again alone on probation, and the others in flight on a fresh host.
-	suspects map[uint64]bool
 }
 
-// startProc starts a host process from the supervisor's executable.
-func (s *Supervisor) startProc(role string) (*proc, error) {
-	cfgJSON, err := json.Marshal(s.cfg.Host)
+// startProc starts the host of key from the supervisor's executable; a tenant's host at a lower priority.
+func (s *Supervisor) startProc(key string, m Module) (*proc, error) {
+	role := roleTenant
+	if key == builtinKey {
+		role = roleBuiltin
+	}
+	cfgJSON, err := json.Marshal(s.hostConfig(key))
 	if err != nil {
 		return nil, err
 	}
@@ -115,15 +130,34 @@ func (s *Supervisor) startProc(role string) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting the plugin host %s: %w", s.cfg.Executable, err)
 	}
-	p := &proc{s: s, role: role, cmd: cmd, in: stdin, out: &frameWriter{w: stdin},
+	if role == roleTenant && s.cfg.TenantNice > 0 {
+		// Before the host has a module: nothing of the tenant's runs at the controller's priority. Raising
+		// one's child's nice value needs no privilege; failing to only loses the preference.
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, cmd.Process.Pid, s.cfg.TenantNice); err != nil {
+			s.log.V(1).Info("could not lower a plugin host's priority", "pid", cmd.Process.Pid, "error", err.Error())
+		}
+	}
+	p := &proc{s: s, role: role, key: key, name: m.Name, cmd: cmd, in: stdin, out: &frameWriter{w: stdin},
 		pending: map[uint64]*pending{}, loaded: map[string]*loadState{}, dead: make(chan struct{}), stderr: &tail{max: 4 << 10},
 		loading: make(chan struct{}, 2)}
 	s.metrics.started(role)
-	s.log.V(1).Info("plugin host started", "role", role, "pid", cmd.Process.Pid)
+	s.log.V(1).Info("plugin host started", "role", role, "plugin", m.Name, "digest", key, "pid", cmd.Process.Pid)
 	go p.readStderr(stderr)
 	go p.read(stdout)
 	go p.watch()
 	return p, nil
+}
+
+// hostConfig is the configuration of the host of key: the built-in host compiles into Host.CacheDir (which the
+// precompiled default plugins seed), a tenant's host into a directory of its module's own under it, and each
+// may write nothing else.
+func (s *Supervisor) hostConfig(key string) HostConfig {
+	hc := s.cfg.Host
+	if hc.CacheDir != "" && key != builtinKey {
+		hc.CacheDir = filepath.Join(hc.CacheDir, "tenants", strings.TrimPrefix(key, "sha256:"))
+	}
+	hc.Landlock = !s.cfg.NoLandlock
+	return hc
 }
 
 // hostEnv is the host's whole environment: its configuration and the few variables the Go runtime reads.
@@ -145,6 +179,10 @@ func (p *proc) read(stdout io.Reader) {
 	for {
 		h, payload, err := in.read()
 		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, os.ErrClosed) {
+				// A frame past the wire's bound, or not a frame: the host no longer speaks the protocol.
+				p.kill(&death{cause: "the plugin host broke the wire: " + truncate(err.Error(), 512), reason: ReasonHostCrashed})
+			}
 			break
 		}
 		switch h.Op {
@@ -153,9 +191,7 @@ func (p *proc) read(stdout io.Reader) {
 			p.ready = true
 			p.mu.Unlock()
 		case opEvent:
-			if h.Event != nil && h.Event.Kind == "running" {
-				p.running(h.ID, h.Event)
-			} else if h.Event != nil {
+			if h.Event != nil {
 				p.progress(h.Event)
 				h.Event.dispatch(p.s.cfg.Hooks)
 			}
@@ -189,9 +225,17 @@ func (p *proc) read(stdout io.Reader) {
 	}
 	p.mu.Unlock()
 	_ = p.in.Close()
-	close(p.dead)
+	if p.role == roleTenant && !d.unstarted && d.reason != runtime.ReasonClosed {
+		// Before anyone hears of the death: the next operation must find the strike counted.
+		p.s.strike(p.key, p.name, d)
+	}
 	p.s.metrics.died(p.role, string(d.reason))
-	p.s.log.Info("plugin host ended", "role", p.role, "pid", p.cmd.Process.Pid, "cause", d.cause)
+	close(p.dead)
+	log := p.s.log.V(1)
+	if d.reason != runtime.ReasonClosed {
+		log = p.s.log.V(0)
+	}
+	log.Info("plugin host ended", "role", p.role, "pid", p.cmd.Process.Pid, "cause", d.cause)
 }
 
 func exitText(err error) string {
@@ -208,16 +252,15 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// progress adjusts the deadlines of a module's loads as they go: a load runs the module's own code twice
-// (its initialisation, to snapshot it, and the osm_metadata call once compiled), and each gets a call's
-// deadline instead of the load's, so that a module spinning in its _initialize cannot hold the host for
-// the whole load timeout. Between them the load returns to its own deadline, never past it.
+// progress adjusts the limits of a module's loads as they go: a load runs the module's own code twice (its
+// initialisation, to snapshot it, and the osm_metadata call once compiled), and each gets a call's budget
+// instead of the load's, so that a module spinning in its _initialize cannot hold its host for the whole
+// load budget. Between them the load returns to its own limits, never past them.
 func (p *proc) progress(e *wireEvent) {
 	if e.Err != nil {
 		return
 	}
 	now := time.Now()
-	call := now.Add(p.s.cfg.Host.Timeout + p.s.cfg.Grace)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pd := range p.pending {
@@ -226,35 +269,28 @@ func (p *proc) progress(e *wireEvent) {
 		}
 		switch e.Kind {
 		case "initializing":
-			pd.loadDeadline = pd.deadline
-			pd.deadline = earliest(pd.deadline, call)
+			pd.saved = &limits{cpu: pd.cpuLimit, wall: pd.wallLimit}
+			p.limitToCall(pd, now)
 		case "initialized":
-			if !pd.loadDeadline.IsZero() {
-				pd.deadline, pd.loadDeadline = pd.loadDeadline, time.Time{}
+			if pd.saved != nil {
+				pd.cpuLimit, pd.wallLimit, pd.saved = pd.saved.cpu, pd.saved.wall, nil
 			}
 		case "compiled":
-			pd.deadline = earliest(pd.deadline, call)
+			p.limitToCall(pd, now)
 		}
 	}
 }
 
-func earliest(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
-}
-
-// running records where a call started in the host.
-func (p *proc) running(id uint64, e *wireEvent) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if pd := p.pending[id]; pd != nil {
-		pd.thread, pd.cpu, pd.runningAt = e.Thread, e.CPU, time.Now()
+// limitToCall gives pd no more than a call's budget from now on.
+func (p *proc) limitToCall(pd *pending, now time.Time) {
+	call := p.s.cfg.Host.Timeout + p.s.cfg.Grace
+	pd.cpuLimit = min(pd.cpuLimit, pd.used+call)
+	if wall := now.Add(p.s.wallCap(call)); wall.Before(pd.wallLimit) {
+		pd.wallLimit = wall
 	}
 }
 
-// watch enforces deadlines and the memory bound from outside the host: nothing the guest does inside can
+// watch enforces the limits of time and memory from outside the host: nothing the guest does inside can
 // stop a SIGKILL.
 func (p *proc) watch() {
 	t := time.NewTicker(p.s.cfg.WatchInterval)
@@ -264,7 +300,9 @@ func (p *proc) watch() {
 		case <-p.dead:
 			return
 		case now := <-t.C:
+			cpu := processCPU(p.cmd.Process.Pid)
 			p.mu.Lock()
+			p.charge(cpu)
 			d := p.overdue(now)
 			n := len(p.pending)
 			p.mu.Unlock()
@@ -282,73 +320,39 @@ func (p *proc) watch() {
 	}
 }
 
-// overdue returns the death of a host with an operation past its deadline, or nil, and whom it blames.
-// Lateness alone does not prove guilt: guest machine code cannot be preempted, so calls that spin on every
-// thread of the host starve the others, which then overrun too. Every operation within a grace of its
-// deadline is suspect, and the operating system's accounting sorts them (spent):
-//
-//   - a call whose thread ran for at least a quarter of the time since it started spun: it is a culprit;
-//   - a call that never started was starved: it runs again on a fresh host, as do, when there are culprits,
-//     the others that are not late yet; the late ones go to probation;
-//   - otherwise (no call spun: loads, whose CPU is not followed, and calls that waited) the late ones are
-//     culprits when the suspects are all one module's, and when they span several nobody is blamed yet: each
-//     runs again alone on probation, where overrunning is its own doing.
-//
-// Called with p.mu held.
+// charge shares the CPU time the host used since the last tick among the operations in flight: in a
+// tenant's host they are all one module's; in the built-in host, an operation cannot use more than the
+// host did. Called with p.mu held.
+func (p *proc) charge(cpu time.Duration) {
+	if cpu < 0 {
+		return // unreadable: the wall-clock caps still hold
+	}
+	delta := cpu - p.cpu
+	p.cpu = cpu
+	if delta <= 0 || len(p.pending) == 0 {
+		return
+	}
+	share := delta / time.Duration(len(p.pending))
+	for _, pd := range p.pending {
+		pd.used += share
+	}
+}
+
+// overdue returns the death of a host with operations past their limits, or nil. Called with p.mu held.
 func (p *proc) overdue(now time.Time) *death {
-	hot, ran, lateRan, modules := map[uint64]bool{}, map[uint64]bool{}, map[uint64]bool{}, map[string]bool{}
+	culprits := map[uint64]bool{}
 	var what []string
 	for id, pd := range p.pending {
-		late := now.After(pd.deadline)
-		if late {
-			what = append(what, pd.what)
-		}
-		if !now.After(pd.deadline.Add(-p.s.cfg.Grace)) {
-			continue
-		}
-		switch started, spun := p.spent(pd, now); {
-		case spun:
-			hot[id] = true
-		case started:
-			ran[id], modules[pd.digest] = true, true
-			if late {
-				lateRan[id] = true
-			}
+		if pd.used > pd.cpuLimit || now.After(pd.wallLimit) {
+			culprits[id] = true
+			what = append(what, fmt.Sprintf("%s: %s of CPU in %s", pd.what, pd.used.Round(time.Millisecond), now.Sub(pd.sent).Round(time.Millisecond)))
 		}
 	}
-	if len(what) == 0 {
+	if len(culprits) == 0 {
 		return nil
 	}
 	slices.Sort(what)
-	d := &death{cause: "ran past its deadline (" + strings.Join(what, ", ") + "); the plugin host was killed", reason: runtime.ReasonTimeout}
-	switch {
-	case len(hot) > 0:
-		// The late ones that did not spin (loads among them) may have been starved, or may be hostile on
-		// their own: alone on probation they show which, instead of overrunning again on the next host.
-		d.culprits, d.suspects = hot, lateRan
-	case len(modules) == 1:
-		d.culprits = lateRan
-	default:
-		d.culprits, d.suspects = map[uint64]bool{}, ran
-	}
-	return d
-}
-
-// spent tells whether operation pd started in the host and whether it spun there: its thread's CPU time
-// since it started is at least a quarter of the time since. A load's CPU is not followed (it compiles on
-// threads of the runtime's choosing): it counts as started.
-func (p *proc) spent(pd *pending, now time.Time) (started, spun bool) {
-	if pd.what == opLoad {
-		return true, false
-	}
-	if pd.thread == 0 {
-		return false, false
-	}
-	cpu := threadCPU(p.cmd.Process.Pid, pd.thread)
-	if cpu < 0 || pd.cpu < 0 {
-		return true, false
-	}
-	return true, 4*time.Duration(cpu-pd.cpu) >= now.Sub(pd.runningAt)
+	return &death{cause: "ran past its limit (" + strings.Join(what, "; ") + "); the plugin host was killed", reason: runtime.ReasonTimeout, culprits: culprits}
 }
 
 // kill ends the host with SIGKILL, recording why first.
@@ -397,7 +401,6 @@ func soleCulprit(pending map[uint64]*pending) map[uint64]bool {
 type hostDied struct {
 	death   *death
 	culprit bool
-	suspect bool
 }
 
 func (e *hostDied) Error() string { return e.death.cause }
@@ -405,7 +408,8 @@ func (e *hostDied) Error() string { return e.death.cause }
 // roundTrip sends one operation and waits for its reply, the host's death, or ctx. An operation abandoned
 // by its caller stays tracked until it answers, so its deadline still holds the host to account.
 func (p *proc) roundTrip(ctx context.Context, h *header, payload []byte, timeout time.Duration) (*header, []byte, error) {
-	pd := &pending{digest: h.Digest, what: h.Op, deadline: time.Now().Add(timeout), reply: make(chan reply, 1)}
+	now := time.Now()
+	pd := &pending{digest: h.Digest, what: h.Op, cpuLimit: timeout, wallLimit: now.Add(p.s.wallCap(timeout)), sent: now, reply: make(chan reply, 1)}
 	if h.Op == opCall {
 		pd.what = h.Export
 	}
@@ -444,7 +448,7 @@ func (p *proc) diedFor(id uint64) error {
 	defer p.mu.Unlock()
 	d := p.death
 	delete(p.pending, id)
-	return &hostDied{death: d, culprit: d.culprits[id], suspect: d.suspects[id]}
+	return &hostDied{death: d, culprit: d.culprits[id]}
 }
 
 // ensureLoaded loads m into this host once; concurrent callers wait for the first.
@@ -569,7 +573,7 @@ func (p *proc) readStderr(r io.Reader) {
 	for sc.Scan() {
 		line := sc.Text()
 		p.stderr.add(line)
-		p.s.log.V(1).Info("plugin host stderr", "role", p.role, "line", truncate(line, 512))
+		p.s.log.V(1).Info("plugin host stderr", "role", p.role, "pid", p.cmd.Process.Pid, "line", truncate(line, 512))
 	}
 }
 

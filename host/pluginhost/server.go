@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	goruntime "runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
@@ -45,6 +44,9 @@ type HostConfig struct {
 	// AddressSpace is the host's RLIMIT_AS in bytes (0: none): an allocation past it fails in the kernel, and
 	// the Go runtime ends the host with "out of memory" instead of growing.
 	AddressSpace uint64 `json:"addressSpace,omitempty"`
+	// Landlock makes the file system read-only for the host but for CacheDir (restrictWrites), before it reads
+	// its first module. The supervisor sets it on every host it starts.
+	Landlock bool `json:"landlock,omitempty"`
 }
 
 // init makes every binary that links this package able to serve as a plugin host: the supervisor starts its
@@ -95,7 +97,8 @@ func hostMain(cfgJSON string) int {
 const hostGCPercent = 50
 
 // confine applies the OS bounds a host sets on itself before it reads its first module: its address space,
-// and the kernel's choice of victim when the pod's cgroup runs out of memory (the host, not the controller).
+// the kernel's choice of victim when the pod's cgroup runs out of memory (the host, not the controller), and
+// where it may write (its own compilation cache).
 func confine(cfg HostConfig) error {
 	if cfg.AddressSpace > 0 {
 		lim := &syscall.Rlimit{Cur: cfg.AddressSpace, Max: cfg.AddressSpace}
@@ -105,6 +108,15 @@ func confine(cfg HostConfig) error {
 	}
 	// Raising one's own OOM score needs no privilege; failing to (no /proc) only loses the preference.
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(1000)), 0)
+	if cfg.Landlock {
+		if cfg.CacheDir != "" {
+			// The runtime creates it; it must exist for Landlock to name it.
+			if err := os.MkdirAll(cfg.CacheDir, 0o700); err != nil {
+				return err
+			}
+		}
+		return restrictWrites(cfg.CacheDir)
+	}
 	return nil
 }
 
@@ -113,38 +125,33 @@ func confine(cfg HostConfig) error {
 func Serve(r io.Reader, w io.Writer, cfg HostConfig) error {
 	out := &frameWriter{w: w}
 	send := func(e *wireEvent) { _ = out.write(&header{Op: opEvent, Event: e}, nil) }
-	rt, err := runtime.New(runtime.Config{
-		MemoryLimit: cfg.MemoryLimit, Timeout: cfg.Timeout, MemoryBudget: cfg.MemoryBudget,
-		CacheDir: cfg.CacheDir, NoSnapshot: cfg.NoSnapshot,
-		NoInterrupt: cfg.NoInterrupt,
-		Hooks: runtime.Hooks{
-			Compiled: func(e runtime.CompileEvent) {
-				send(&wireEvent{Kind: "compiled", Plugin: e.Plugin, Digest: e.Digest, Seconds: e.Duration.Seconds(),
-					Layer: e.Layer, NotSnapshotted: e.NotSnapshotted, Err: toWire(e.Err)})
-			},
-			CacheHit: func(l runtime.CacheLayer) { send(&wireEvent{Kind: "cacheHit", Layer: l}) },
-			Called: func(e runtime.CallEvent) {
-				if e.Err == nil && e.Export != abi.ExportMetadata {
-					return // a successful call's duration travels in its reply (serveOne), saving a frame
-				}
-				ev := &wireEvent{Kind: "called", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Seconds: e.Duration.Seconds(), Memory: e.Memory}
-				if e.Err != nil {
-					ev.Err = toWire(e.Err)
-				}
-				send(ev)
-			},
-			Initializing: func(e runtime.InitEvent) {
-				kind := "initializing"
-				if e.Done {
-					kind = "initialized"
-				}
-				send(&wireEvent{Kind: kind, Digest: e.Digest})
-			},
-			Output: func(e runtime.OutputEvent) {
-				send(&wireEvent{Kind: "output", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
-			},
+	rt, err := runtime.New(cfg.runtimeConfig(runtime.Hooks{
+		Compiled: func(e runtime.CompileEvent) {
+			send(&wireEvent{Kind: "compiled", Plugin: e.Plugin, Digest: e.Digest, Seconds: e.Duration.Seconds(),
+				Layer: e.Layer, NotSnapshotted: e.NotSnapshotted, Err: toWire(e.Err)})
 		},
-	})
+		CacheHit: func(l runtime.CacheLayer) { send(&wireEvent{Kind: "cacheHit", Layer: l}) },
+		Called: func(e runtime.CallEvent) {
+			if e.Err == nil && e.Export != abi.ExportMetadata {
+				return // a successful call's duration travels in its reply (serveOne), saving a frame
+			}
+			ev := &wireEvent{Kind: "called", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Seconds: e.Duration.Seconds(), Memory: e.Memory}
+			if e.Err != nil {
+				ev.Err = toWire(e.Err)
+			}
+			send(ev)
+		},
+		Initializing: func(e runtime.InitEvent) {
+			kind := "initializing"
+			if e.Done {
+				kind = "initialized"
+			}
+			send(&wireEvent{Kind: kind, Digest: e.Digest})
+		},
+		Output: func(e runtime.OutputEvent) {
+			send(&wireEvent{Kind: "output", Plugin: e.Plugin, Digest: e.Digest, Export: e.Export, Stream: e.Stream, Text: e.Text, Truncated: e.Truncated})
+		},
+	}))
 	if err != nil {
 		return err
 	}
@@ -199,12 +206,6 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 			reply.Err = &wireError{Digest: h.Digest, Export: h.Export, Reason: reasonNotLoaded, Detail: "module not loaded in this plugin host"}
 			break
 		}
-		// The call keeps one thread to itself, which the supervisor learns first: should the host have to be
-		// killed, the thread's CPU time tells a call that spun from one that was starved (proc.overdue).
-		goruntime.LockOSThread()
-		defer goruntime.UnlockOSThread()
-		tid := syscall.Gettid()
-		_ = out.write(&header{ID: h.ID, Op: opEvent, Event: &wireEvent{Kind: "running", Thread: tid, CPU: threadCPU(0, tid)}}, nil)
 		began := time.Now()
 		out, err := mod.Call(ctx, h.Export, payload)
 		if err != nil {
@@ -219,7 +220,16 @@ func serveOne(rt *runtime.Runtime, out *frameWriter, h *header, payload []byte) 
 	default:
 		reply.Err = &wireError{Reason: runtime.ReasonInvalidInput, Detail: "unknown operation " + strconv.Quote(h.Op)}
 	}
-	_ = out.write(reply, result)
+	if err := out.write(reply, result); errors.Is(err, errFrameTooLarge) {
+		// Errors are truncated (toWire); what remains too large is the module's metadata or a reply past the
+		// payload bound: the operation fails with its reason, at once.
+		reason := runtime.ReasonInvalidOutput
+		if h.Op == opLoad {
+			reason = runtime.ReasonInvalidModule
+		}
+		_ = out.write(&header{ID: h.ID, Op: opReply, Err: &wireError{Digest: h.Digest, Export: h.Export, Reason: reason,
+			Detail: "the plugin host's reply is too large for the wire: " + err.Error()}}, nil)
+	}
 }
 
 // returnMemory gives the memory a load or unload left behind back to the OS at once. A load's garbage (the

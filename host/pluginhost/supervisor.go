@@ -1,29 +1,32 @@
-// Package pluginhost runs plugins in a separate process that the operating system bounds, and supervises it.
+// Package pluginhost runs plugins in processes that the operating system bounds, and supervises them.
 //
-// The controller, its webhooks and osmctl never compile or run guest code. A Supervisor starts a plugin host
-// (the same executable, turned into a host by an environment variable: see init) and talks to it over a pipe
-// pair with the ABI's JSON (wire.go). What bounds a guest is enforced from outside the host, where the guest
-// cannot reach:
+// The controller, its webhooks and osmctl never compile or run guest code. A Supervisor starts plugin hosts
+// (the same executable, or cmd/osm-plugin-host next to it, turned into a host by an environment variable: see
+// init) and talks to each over a pipe pair with the ABI's JSON (wire.go). The unit of isolation is the module:
 //
-//   - time: every operation has a deadline (the call timeout plus a grace, or the load timeout); past it the
-//     supervisor kills the host with SIGKILL. Inside the host, wazero's close-on-context-done usually ends the
-//     call on time, but nothing depends on it: bulk memory operations and host calls ignore it, and a guest in
-//     machine code can hold up the host's garbage collector, so a stuck host cannot even answer.
+//   - a module of a tenant (pulled from a registry) gets a host process of its own, keyed by its digest, that
+//     runs nothing else. Its death is its module's by construction: no blame is guessed. The built-in modules
+//     (shipped inside the controller's executable and digest-checked by the host) share one trusted host.
+//   - time: every operation has a budget of the host's CPU time (the call timeout plus a grace, or the load
+//     timeout), read from the kernel's accounting of the host process (/proc/<pid>/stat) and shared among the
+//     operations in flight, and a wall-clock cap WallFactor times larger for a host that gets no CPU at all. A
+//     throttled pod slows its hosts down without making them overrun; past either bound the supervisor kills
+//     the host with SIGKILL. Inside the host, wazero's close-on-context-done usually ends the call on time, but
+//     nothing depends on it.
 //   - memory: the host's RSS is polled (Config.MaxRSS) and the host killed above it; its address space is
 //     capped with RLIMIT_AS, and it offers itself to the kernel's OOM killer first (oom_score_adj 1000).
-//   - blame: an operation past its deadline, or the only one in flight when the host died, is the culprit and
-//     fails with a reason. The others in flight are retried: on a fresh host when the culprit is known, and
-//     otherwise one at a time on a probation host, where a second death names the culprit for sure. Guest
-//     machine code holds its thread until it returns, so a few spinning calls starve the rest of the host,
-//     which overrun with them: of the operations near their deadlines, the culprits are the calls whose
-//     thread in the host spent the time on a CPU, by the kernel's accounting (proc.overdue).
-//   - repetition: a module that kills its host twice within QuarantineWindow is quarantined by digest, its
-//     calls failing at once for a while that doubles each time, so it cannot keep the host down for others.
+//   - priority: tenants' hosts run at a lower CPU priority (Config.TenantNice) than the built-in host.
+//   - writes: a host may write its own compilation cache only (the built-in host the built-ins', a tenant's
+//     host its digest's directory), enforced by Landlock where the kernel has it (restrictWrites).
+//   - repetition: every death of a tenant's host is one strike against its digest; two within
+//     QuarantineWindow quarantine the digest, its operations failing at once for a while that doubles each
+//     time. The built-in host's deaths strike nothing: no tenant's module runs there.
+//   - number: at most MaxHosts tenants' hosts live at once, MaxHostsPerNamespace of one namespace's modules
+//     (and so as many compiles). Past it the least recently used idle one stops; when none is idle, a new
+//     module's operation waits for one (at most its load's wall-clock cap).
 //
-// The design follows HashiCorp go-plugin and Crossplane functions (third-party logic in its own process,
-// killed by the host when it misbehaves); the supervisor is written here because what it needs beyond
-// starting a process (per-call deadlines, an RSS watchdog, retry and attribution, quarantine) is the part
-// those libraries leave to the caller.
+// The design follows Chromium's site isolation and Crossplane functions (third-party logic in a process of
+// its own, killed by the host when it misbehaves).
 package pluginhost
 
 import (
@@ -38,15 +41,14 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/osmhq/osm/host/internal/metricsreg"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
 // Reasons a supervisor adds to sdk/runtime's.
 const (
-	// ReasonHostCrashed: the plugin host died while this operation was the one to blame (a crash of the
-	// runtime, an allocation past RLIMIT_AS).
+	// ReasonHostCrashed: the module's plugin host died (a crash of the runtime, an allocation past RLIMIT_AS,
+	// a frame past the wire's bound), or a host could not start.
 	ReasonHostCrashed runtime.Reason = "HostCrashed"
 	// ReasonQuarantined: the module killed its plugin host repeatedly and is not run for a while.
 	ReasonQuarantined runtime.Reason = "Quarantined"
@@ -58,28 +60,34 @@ const HostExecutable = "osm-plugin-host"
 // Defaults for Config fields left zero.
 const (
 	DefaultGrace = 2 * time.Second
-	// DefaultLoadTimeout bounds checking, snapshotting and compiling a module: a default plugin takes 2–4 s
-	// cold on an idle core and a tenth of a second from the disk cache, and a busy machine many times that.
-	// The module's own code that a load runs (its initialisation while it is snapshotted, and once compiled
-	// the osm_metadata call that completes the load) gets a call's deadline instead (proc.progress).
-	DefaultLoadTimeout      = time.Minute
+	// DefaultLoadTimeout bounds the host CPU time of checking, snapshotting and compiling a module: a default
+	// plugin takes 1–4 CPU-seconds cold and a tenth of one from the disk cache. The module's own code that a
+	// load runs (its initialisation while it is snapshotted, and once compiled the osm_metadata call that
+	// completes the load) gets a call's budget instead (proc.progress).
+	DefaultLoadTimeout = time.Minute
+	// DefaultWallFactor: an operation's wall-clock cap is this many times its CPU budget, for a host that gets
+	// no CPU at all (stopped, or starved by the machine). A pod limited to a tenth of a CPU still gets its
+	// default plugins' 1–2 CPU-seconds of loading well within it.
+	DefaultWallFactor       = 5
 	DefaultMaxRSS           = 768 << 20
 	DefaultWatchInterval    = 100 * time.Millisecond
 	DefaultQuarantineWindow = 10 * time.Minute
 	DefaultQuarantine       = time.Minute
 	maxQuarantine           = 30 * time.Minute
-	// probationIdle stops a probation host nobody used for this long.
-	probationIdle = 30 * time.Second
-	// DefaultIdleTimeout stops the main host once no operation has used it for this long. Renders that the
-	// output memo answers never reach the host, so after a burst of new configurations it has nothing to do,
-	// and a host holds 40 MiB and more (compiled machine code: ~18 MiB per default plugin). The next
-	// operation starts a new one, which loads its modules from the compilation cache: a render that starts
-	// a host took 110–210 ms in make bench-compare at N=1. Short, because the renders of a burst come
-	// milliseconds apart, while the controller's own memory peaks at the end of the burst: with 500 ms
-	// instead of 2 s (and plugin.DefaultIdleTimeout likewise), a start of 500 MachineDeployments peaked at
-	// 110 instead of 113 MiB with one OS and at 126 instead of 173 MiB with five (make bench-compare,
-	// 2026-11-27).
+	// DefaultIdleTimeout stops a host once no operation has used it for this long. Renders that the output
+	// memo answers never reach a host, so after a burst of new configurations it has nothing to do, and a host
+	// holds 40 MiB and more (compiled machine code: ~18 MiB per default plugin). The next operation starts a
+	// new one, which loads its modules from the compilation cache: a render that starts a host took
+	// 110–210 ms in make bench-compare at N=1.
 	DefaultIdleTimeout = 500 * time.Millisecond
+	// DefaultMaxHosts bounds the tenants' hosts alive at once (the built-in host is not counted): a host with
+	// a Go plugin loaded holds 40–60 MiB, so eight fit the controller's memory limit beside the built-in host.
+	DefaultMaxHosts = 8
+	// DefaultTenantNice is the nice value of tenants' hosts; the built-in host keeps the controller's.
+	DefaultTenantNice = 10
+	// DefaultMaxHostsPerNamespace bounds the hosts, and so the compiles, of one namespace's modules at once: a
+	// namespace that mints new digests (a custom section is enough) waits for its own hosts.
+	DefaultMaxHostsPerNamespace = 3
 )
 
 // Config configures a Supervisor.
@@ -89,22 +97,36 @@ type Config struct {
 	// Executable is the binary started as a host; it must link this package. Default: HostExecutable next to
 	// this process's executable if there is one (the image ships it), else this process's own.
 	Executable string
-	// Grace is how long past the call timeout a call may run before its host is killed. Default DefaultGrace.
+	// Grace is how much CPU time past the call timeout a call may use before its host is killed. Default
+	// DefaultGrace.
 	Grace time.Duration
-	// LoadTimeout bounds loading (checking, compiling, initialising) a module. Default DefaultLoadTimeout.
+	// LoadTimeout bounds the CPU time of loading (checking, compiling, initialising) a module. Default
+	// DefaultLoadTimeout.
 	LoadTimeout time.Duration
+	// WallFactor times an operation's CPU budget is its wall-clock cap. Default DefaultWallFactor.
+	WallFactor int
 	// MaxRSS kills a host whose resident memory exceeds it, in bytes. Default DefaultMaxRSS; negative: none.
 	MaxRSS uint64
-	// IdleTimeout stops the main host when no operation used it for this long. Default DefaultIdleTimeout;
-	// negative: never.
+	// IdleTimeout stops a host when no operation used it for this long. Default DefaultIdleTimeout;
+	// negative: never (MaxHosts still evicts idle tenants' hosts).
 	IdleTimeout time.Duration
+	// MaxHosts bounds the tenants' hosts alive at once. Default DefaultMaxHosts.
+	MaxHosts int
+	// MaxHostsPerNamespace bounds the hosts of one namespace's modules (Module.Namespace) alive at once.
+	// Default DefaultMaxHostsPerNamespace.
+	MaxHostsPerNamespace int
+	// TenantNice is the nice value tenants' hosts run at. Default DefaultTenantNice; negative: the
+	// controller's own.
+	TenantNice int
+	// NoLandlock leaves the hosts' file system writable (see restrictWrites): for diagnosis only.
+	NoLandlock bool
 	// WatchInterval is how often deadlines and memory are checked. Default DefaultWatchInterval.
 	WatchInterval time.Duration
-	// QuarantineWindow and Quarantine: a module that kills its host twice within the window is not run for
+	// QuarantineWindow and Quarantine: a module whose host dies twice within the window is not run for
 	// Quarantine, doubled at every further quarantine up to 30 minutes.
 	QuarantineWindow time.Duration
 	Quarantine       time.Duration
-	// Hooks receive the host's runtime events (compiles, calls, guest output), as if the runtime were local.
+	// Hooks receive the hosts' runtime events (compiles, calls, guest output), as if the runtime were local.
 	Hooks runtime.Hooks
 	// Registerer gets the supervisor's metrics; nil registers none.
 	Registerer prometheus.Registerer
@@ -128,11 +150,23 @@ func (c Config) withDefaults() (Config, error) {
 	if c.LoadTimeout <= 0 {
 		c.LoadTimeout = DefaultLoadTimeout * slowdown
 	}
+	if c.WallFactor <= 0 {
+		c.WallFactor = DefaultWallFactor
+	}
 	if c.MaxRSS == 0 {
 		c.MaxRSS = DefaultMaxRSS
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxHosts <= 0 {
+		c.MaxHosts = DefaultMaxHosts
+	}
+	if c.MaxHostsPerNamespace <= 0 {
+		c.MaxHostsPerNamespace = DefaultMaxHostsPerNamespace
+	}
+	if c.TenantNice == 0 {
+		c.TenantNice = DefaultTenantNice
 	}
 	if c.WatchInterval <= 0 {
 		c.WatchInterval = DefaultWatchInterval
@@ -157,11 +191,17 @@ func hostExecutable(exe string) string {
 	return exe
 }
 
-// Module names a module and how to get its bytes, which the supervisor sends to every host that lacks it
-// (a host restarted after a kill starts empty).
+// Module names a module and how to get its bytes, which the supervisor sends to a host that lacks it (a
+// host restarted after a kill starts empty).
 type Module struct {
 	Name   string
 	Digest string
+	// Builtin marks a module shipped inside the controller's executable: the built-in modules share one
+	// trusted host. Any other module runs in a host of its own.
+	Builtin bool
+	// Namespace is the namespace whose profile first named the module: its host counts against that
+	// namespace's bound (Config.MaxHostsPerNamespace). Empty: the global bound only.
+	Namespace string
 	// File, if set, is where a host can read the module itself, so the supervisor sends no bytes: a built-in
 	// module inside the controller's executable. A host that cannot read it there, or finds other bytes
 	// (the executable was replaced on disk), gets the module from Bytes.
@@ -169,6 +209,17 @@ type Module struct {
 	// Bytes returns the module's bytes and a function to call once they are no longer needed.
 	Bytes func() ([]byte, func(), error)
 }
+
+// hostKey names the host m runs in.
+func hostKey(m Module) string {
+	if m.Builtin {
+		return builtinKey
+	}
+	return m.Digest
+}
+
+// builtinKey is the built-in host's key; no digest looks like it.
+const builtinKey = "builtin"
 
 // File is a range of a file that holds a module.
 type File struct {
@@ -190,19 +241,24 @@ type Supervisor struct {
 	log     logr.Logger
 	metrics *metrics
 
-	mu               sync.Mutex
-	main             *proc
-	mainUsed         time.Time   // when the last operation on main ended
-	idleStop         *time.Timer // stops main after IdleTimeout without operations
+	mu    sync.Mutex
+	hosts map[string]*host
+	// freed is closed (and replaced) when a tenant's host stops or becomes idle, for operations waiting for
+	// room under MaxHosts.
+	freed            chan struct{}
 	closed           bool
 	strikes          map[string]*record
 	lastStartFailure time.Time
+}
 
-	// probationMu runs probation operations one at a time.
-	probationMu   sync.Mutex
-	probation     *proc
-	probationUsed time.Time
-	probationStop *time.Timer
+// host is a running host process and the operations using it.
+type host struct {
+	key   string
+	ns    string
+	p     *proc
+	users int
+	used  time.Time
+	idle  *time.Timer
 }
 
 // record is a module's history of killing its host.
@@ -223,89 +279,11 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, strikes: map[string]*record{}}, nil
+	return &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, hosts: map[string]*host{}, freed: make(chan struct{}),
+		strikes: map[string]*record{}}, nil
 }
 
-// startBackoff is how long after a host failed to start no new one is started.
-const startBackoff = time.Second
-
-func (s *Supervisor) startFailed() {
-	s.mu.Lock()
-	s.lastStartFailure = time.Now()
-	s.mu.Unlock()
-}
-
-// acquireMain returns the running main host, starting one if there is none, for an operation that calls
-// releaseMain when it ends.
-func (s *Supervisor) acquireMain() (*proc, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.mainProcLocked()
-	if err == nil {
-		p.users++
-	}
-	return p, err
-}
-
-// releaseMain ends an operation on p; the last one to end starts the idle countdown.
-func (s *Supervisor) releaseMain(p *proc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p.users--
-	if p != s.main || p.users > 0 || s.cfg.IdleTimeout < 0 {
-		return
-	}
-	s.mainUsed = time.Now()
-	if s.idleStop == nil {
-		s.idleStop = time.AfterFunc(s.cfg.IdleTimeout, s.stopIdle)
-	} else {
-		s.idleStop.Reset(s.cfg.IdleTimeout)
-	}
-}
-
-// stopIdle stops the main host if no operation has used it for IdleTimeout. An operation that starts later
-// gets a new host: acquireMain no longer finds this one.
-func (s *Supervisor) stopIdle() {
-	s.mu.Lock()
-	p := s.main
-	if p == nil || p.users > 0 {
-		s.mu.Unlock()
-		return
-	}
-	if left := s.cfg.IdleTimeout - time.Since(s.mainUsed); left > 0 {
-		s.idleStop.Reset(left)
-		s.mu.Unlock()
-		return
-	}
-	s.main = nil
-	s.mu.Unlock()
-	p.stop("plugin host idle for " + s.cfg.IdleTimeout.String())
-}
-
-// mainProcLocked returns the running main host, starting one if there is none. Called with s.mu held.
-func (s *Supervisor) mainProcLocked() (*proc, error) {
-	if s.closed {
-		return nil, &runtime.Error{Reason: runtime.ReasonClosed, Detail: "the plugin host supervisor is closed"}
-	}
-	if s.main != nil {
-		select {
-		case <-s.main.dead:
-		default:
-			return s.main, nil
-		}
-	}
-	if wait := startBackoff - time.Since(s.lastStartFailure); wait > 0 {
-		return nil, &runtime.Error{Reason: ReasonHostCrashed, Detail: fmt.Sprintf("the plugin host failed to start less than %s ago; retrying in %s", startBackoff, wait.Round(time.Millisecond))}
-	}
-	p, err := s.startProc("main")
-	if err != nil {
-		return nil, err
-	}
-	s.main = p
-	return p, nil
-}
-
-// Load loads m into the main host and returns what it declared.
+// Load loads m into its host and returns what it declared.
 func (s *Supervisor) Load(ctx context.Context, m Module) (LoadResult, error) {
 	var res LoadResult
 	err := s.run(ctx, m, "load", func(p *proc) error {
@@ -327,98 +305,215 @@ func (s *Supervisor) Call(ctx context.Context, m Module, export string, in []byt
 	return out, err
 }
 
-// maxRetries bounds how often one operation follows a host that others killed.
+// maxRetries bounds how often an operation of a built-in module follows a built-in host that another
+// operation killed.
 const maxRetries = 3
 
-// run runs op on the main host, and decides what a host's death under it means for its caller.
+// run runs op on m's host and decides what the host's death under it means for its caller. A tenant's
+// host runs one module: its death fails every operation in flight there with its reason. The built-in host
+// runs the built-ins: the operations it was killed for fail, the others run again on a fresh one.
 func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*proc) error) error {
 	for attempt := 0; ; attempt++ {
 		if err := s.quarantined(m); err != nil {
 			return err
 		}
-		p, err := s.acquireMain()
+		h, err := s.acquire(ctx, m)
 		if err != nil {
 			return err
 		}
-		err = op(p)
-		s.releaseMain(p)
+		err = op(h.p)
+		s.release(h)
 		var hd *hostDied
 		if !errors.As(err, &hd) {
 			return err
 		}
+		d := hd.death
+		fail := &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: d.reason, Detail: d.cause}
 		switch {
-		case hd.death.reason == runtime.ReasonClosed:
-			return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: runtime.ReasonClosed, Detail: hd.death.cause}
-		case hd.death.unstarted:
+		case d.unstarted:
 			// No module is to blame; the next operation tries a new host, after a pause that keeps a host
 			// that cannot start from being restarted in a loop.
 			s.startFailed()
-			return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: ReasonHostCrashed, Detail: hd.death.cause}
-		case hd.culprit:
-			return s.blame(m, what, hd.death)
-		case hd.suspect:
-			// It overran beside another module's operation: alone, overrunning is its own doing.
-			s.metrics.retries.Inc()
-			return s.onProbation(ctx, m, what, op)
-		case len(hd.death.culprits)+len(hd.death.suspects) > 0 && attempt < maxRetries:
-			// Another operation was to blame; this one runs again on a fresh host.
+			return fail
+		case d.reason == runtime.ReasonClosed && s.isClosed():
+			return fail
+		case d.reason == runtime.ReasonClosed, m.Builtin && !hd.culprit && attempt < maxRetries:
+			// Stopped under it (evicted, unloaded), or the built-in host was killed for another operation.
 			s.metrics.retries.Inc()
 			continue
 		default:
-			// Nobody in particular was to blame: run alone, where a second death is this operation's doing.
-			s.metrics.retries.Inc()
-			return s.onProbation(ctx, m, what, op)
+			return fail
 		}
 	}
 }
 
-// onProbation runs op on the probation host, one operation at a time.
-func (s *Supervisor) onProbation(ctx context.Context, m Module, what string, op func(*proc) error) error {
-	s.probationMu.Lock()
-	defer s.probationMu.Unlock()
-	if err := s.quarantined(m); err != nil {
-		return err
-	}
-	if s.probation == nil || isDead(s.probation) {
+func (s *Supervisor) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// startBackoff is how long after a host failed to start no new one is started.
+const startBackoff = time.Second
+
+func (s *Supervisor) startFailed() {
+	s.mu.Lock()
+	s.lastStartFailure = time.Now()
+	s.mu.Unlock()
+}
+
+// acquire returns m's running host, starting one if there is none, for an operation that calls release
+// when it ends. Past MaxHosts tenants' hosts, the least recently used idle one stops; when none is idle, it
+// waits for one, at most for a load's wall-clock cap.
+func (s *Supervisor) acquire(ctx context.Context, m Module) (*host, error) {
+	key := hostKey(m)
+	var giveUp <-chan time.Time
+	for {
 		s.mu.Lock()
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return &runtime.Error{Reason: runtime.ReasonClosed, Detail: "the plugin host supervisor is closed"}
+		if s.closed {
+			s.mu.Unlock()
+			return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonClosed, Detail: "the plugin host supervisor is closed"}
 		}
-		p, err := s.startProc("probation")
+		if h := s.hosts[key]; h != nil && !isDead(h.p) {
+			h.users++
+			s.mu.Unlock()
+			return h, nil
+		}
+		if wait := startBackoff - time.Since(s.lastStartFailure); wait > 0 {
+			s.mu.Unlock()
+			return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: ReasonHostCrashed, Detail: fmt.Sprintf("a plugin host failed to start less than %s ago; retrying in %s", startBackoff, wait.Round(time.Millisecond))}
+		}
+		if full, victim := s.fullLocked(m); full {
+			if victim != nil {
+				delete(s.hosts, victim.key)
+				go victim.p.stop(fmt.Sprintf("evicted: more than %d plugin hosts, or %d of one namespace", s.cfg.MaxHosts, s.cfg.MaxHostsPerNamespace))
+				s.mu.Unlock()
+				continue
+			}
+			freed := s.freed
+			s.mu.Unlock()
+			if giveUp == nil {
+				t := time.NewTimer(s.wallCap(s.cfg.LoadTimeout))
+				defer t.Stop()
+				giveUp = t.C
+			}
+			select {
+			case <-freed:
+				continue
+			case <-ctx.Done():
+				return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonCanceled, Detail: "waiting for a plugin host: " + ctx.Err().Error(), Err: ctx.Err()}
+			case <-giveUp:
+				return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonTimeout, Detail: fmt.Sprintf("the plugin hosts for tenants' modules (at most %d, %d per namespace) stayed busy for %s", s.cfg.MaxHosts, s.cfg.MaxHostsPerNamespace, s.wallCap(s.cfg.LoadTimeout))}
+			}
+		}
+		p, err := s.startProc(key, m)
 		if err != nil {
-			return err
+			s.mu.Unlock()
+			return nil, err
 		}
-		s.probation = p
+		h := &host{key: key, ns: m.Namespace, p: p, users: 1}
+		s.hosts[key] = h
+		s.mu.Unlock()
+		go s.reap(h)
+		return h, nil
 	}
-	s.probationUsed = time.Now()
-	s.scheduleProbationStop()
-	err := op(s.probation)
-	var hd *hostDied
-	if errors.As(err, &hd) {
-		if hd.death.reason == runtime.ReasonClosed {
-			return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: runtime.ReasonClosed, Detail: hd.death.cause}
-		}
-		return s.blame(m, what, hd.death)
-	}
-	return err
 }
 
-// scheduleProbationStop stops the probation host once it has been idle for probationIdle. Called with
-// probationMu held.
-func (s *Supervisor) scheduleProbationStop() {
-	if s.probationStop != nil {
-		s.probationStop.Stop()
+// fullLocked reports whether a host for m must wait for room: its namespace has MaxHostsPerNamespace hosts,
+// or the tenants have MaxHosts. victim is then the least recently used idle host of the namespace, or of all
+// tenants, to stop; nil when every one is busy. The built-in host needs no room. Called with s.mu held.
+func (s *Supervisor) fullLocked(m Module) (full bool, victim *host) {
+	if m.Builtin {
+		return false, nil
 	}
-	s.probationStop = time.AfterFunc(probationIdle, func() {
-		s.probationMu.Lock()
-		defer s.probationMu.Unlock()
-		if s.probation != nil && time.Since(s.probationUsed) >= probationIdle {
-			s.probation.stop("probation host idle")
-			s.probation = nil
+	tenants, own := 0, 0
+	for _, h := range s.hosts {
+		if h.key != builtinKey {
+			tenants++
+			if m.Namespace != "" && h.ns == m.Namespace {
+				own++
+			}
 		}
-	})
+	}
+	switch {
+	case own >= s.cfg.MaxHostsPerNamespace:
+		return true, s.leastRecentlyUsedIdleLocked(func(h *host) bool { return h.ns == m.Namespace })
+	case tenants >= s.cfg.MaxHosts:
+		return true, s.leastRecentlyUsedIdleLocked(func(*host) bool { return true })
+	}
+	return false, nil
+}
+
+// leastRecentlyUsedIdleLocked returns the tenant's host without operations used least recently among those
+// of, or nil.
+func (s *Supervisor) leastRecentlyUsedIdleLocked(of func(*host) bool) *host {
+	var lru *host
+	for _, h := range s.hosts {
+		if h.key != builtinKey && h.users == 0 && of(h) && (lru == nil || h.used.Before(lru.used)) {
+			lru = h
+		}
+	}
+	return lru
+}
+
+// signalFreedLocked wakes the operations waiting for room under MaxHosts. Called with s.mu held.
+func (s *Supervisor) signalFreedLocked() {
+	close(s.freed)
+	s.freed = make(chan struct{})
+}
+
+// release ends an operation on h; the last one to end starts the idle countdown.
+func (s *Supervisor) release(h *host) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h.users--
+	h.used = time.Now()
+	if h.users > 0 {
+		return
+	}
+	s.signalFreedLocked()
+	if s.cfg.IdleTimeout < 0 {
+		return
+	}
+	if h.idle == nil {
+		h.idle = time.AfterFunc(s.cfg.IdleTimeout, func() { s.stopIdle(h) })
+	} else {
+		h.idle.Reset(s.cfg.IdleTimeout)
+	}
+}
+
+// stopIdle stops h if no operation has used it for IdleTimeout. An operation that starts later gets a new
+// host: acquire no longer finds this one.
+func (s *Supervisor) stopIdle(h *host) {
+	s.mu.Lock()
+	if s.hosts[h.key] != h || h.users > 0 {
+		s.mu.Unlock()
+		return
+	}
+	if left := s.cfg.IdleTimeout - time.Since(h.used); left > 0 {
+		h.idle.Reset(left)
+		s.mu.Unlock()
+		return
+	}
+	delete(s.hosts, h.key)
+	s.signalFreedLocked()
+	s.mu.Unlock()
+	h.p.stop("plugin host idle for " + s.cfg.IdleTimeout.String())
+}
+
+// reap forgets h once its process ended. The death of a tenant's host was counted against its module by
+// then (proc.read): once per death, whatever number of operations it had in flight.
+func (s *Supervisor) reap(h *host) {
+	<-h.p.dead
+	s.mu.Lock()
+	if s.hosts[h.key] == h {
+		delete(s.hosts, h.key)
+	}
+	if h.idle != nil {
+		h.idle.Stop()
+	}
+	s.signalFreedLocked()
+	s.mu.Unlock()
 }
 
 func isDead(p *proc) bool {
@@ -430,16 +525,18 @@ func isDead(p *proc) bool {
 	}
 }
 
-// blame fails the culprit's operation and counts the death against its module.
-func (s *Supervisor) blame(m Module, what string, d *death) error {
+// strike counts a death of the host of the module with the digest; the second within QuarantineWindow
+// quarantines it.
+func (s *Supervisor) strike(digest, name string, d *death) {
 	s.mu.Lock()
-	r := s.strikes[m.Digest]
+	defer s.mu.Unlock()
+	r := s.strikes[digest]
 	if r == nil {
 		if len(s.strikes) >= maxRecords {
-			s.dropOldestRecord()
+			s.dropOldestRecordLocked()
 		}
 		r = &record{}
-		s.strikes[m.Digest] = r
+		s.strikes[digest] = r
 	}
 	now := time.Now()
 	kept := r.deaths[:0]
@@ -455,16 +552,14 @@ func (s *Supervisor) blame(m Module, what string, d *death) error {
 		r.quarantines++
 		r.deaths = nil
 		s.metrics.quarantines.Inc()
-		s.log.Info("plugin module quarantined: it killed the plugin host twice", "plugin", m.Name, "digest", m.Digest, "until", r.until.UTC().Format(time.RFC3339), "cause", d.cause)
+		s.log.Info("plugin module quarantined: its plugin host died twice", "plugin", name, "digest", digest, "until", r.until.UTC().Format(time.RFC3339), "cause", d.cause)
 	}
-	s.mu.Unlock()
-	return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: what, Reason: d.reason, Detail: d.cause}
 }
 
-// maxRecords bounds the modules whose host kills are remembered.
+// maxRecords bounds the modules whose host deaths are remembered.
 const maxRecords = 1024
 
-func (s *Supervisor) dropOldestRecord() {
+func (s *Supervisor) dropOldestRecordLocked() {
 	var oldest string
 	var at time.Time
 	for k, r := range s.strikes {
@@ -479,8 +574,11 @@ func (s *Supervisor) dropOldestRecord() {
 	delete(s.strikes, oldest)
 }
 
-// quarantined returns the error for a module in quarantine, or nil.
+// quarantined returns the error for a module in quarantine, or nil. A built-in module is never quarantined.
 func (s *Supervisor) quarantined(m Module) error {
+	if m.Builtin {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.strikes[m.Digest]
@@ -488,99 +586,77 @@ func (s *Supervisor) quarantined(m Module) error {
 		return nil
 	}
 	return &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: ReasonQuarantined,
-		Detail: fmt.Sprintf("quarantined until %s: it killed the plugin host %d times in %s (last: %s)",
-			r.until.UTC().Format(time.RFC3339), 2*r.quarantines, s.cfg.QuarantineWindow, r.cause)}
+		Detail: fmt.Sprintf("quarantined until %s: its plugin host died twice within %s (last: %s)",
+			r.until.UTC().Format(time.RFC3339), s.cfg.QuarantineWindow, r.cause)}
 }
 
-// Unload tells every host to drop the module.
+// Unload drops the module: a tenant's host without operations stops, the built-in host forgets it.
 func (s *Supervisor) Unload(digest string) {
 	s.mu.Lock()
-	p := s.main
+	h := s.hosts[digest]
+	if h != nil && h.users == 0 {
+		delete(s.hosts, digest)
+		s.signalFreedLocked()
+	} else if h == nil {
+		h = s.hosts[builtinKey]
+	}
 	s.mu.Unlock()
-	if p != nil {
-		p.unload(digest)
+	switch {
+	case h == nil:
+	case h.key == digest && h.users == 0:
+		h.p.stop("module unloaded")
+	default:
+		h.p.unload(digest)
 	}
-	s.probationMu.Lock()
-	if s.probation != nil {
-		s.probation.unload(digest)
-	}
-	s.probationMu.Unlock()
 }
 
 // PIDs returns the process IDs of the running hosts (for tests and diagnostics).
 func (s *Supervisor) PIDs() []int {
-	var pids []int
 	s.mu.Lock()
-	if s.main != nil && !isDead(s.main) {
-		pids = append(pids, s.main.cmd.Process.Pid)
+	defer s.mu.Unlock()
+	var pids []int
+	for _, h := range s.hosts {
+		if !isDead(h.p) {
+			pids = append(pids, h.p.cmd.Process.Pid)
+		}
 	}
-	s.mu.Unlock()
-	s.probationMu.Lock()
-	if s.probation != nil && !isDead(s.probation) {
-		pids = append(pids, s.probation.cmd.Process.Pid)
-	}
-	s.probationMu.Unlock()
 	return pids
+}
+
+// HostPID returns the process ID of the running host of m, or 0 (for tests and diagnostics).
+func (s *Supervisor) HostPID(m Module) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h := s.hosts[hostKey(m)]; h != nil && !isDead(h.p) {
+		return h.p.cmd.Process.Pid
+	}
+	return 0
 }
 
 // Close stops the hosts; operations in flight fail with ReasonClosed.
 func (s *Supervisor) Close() {
 	s.mu.Lock()
 	s.closed = true
-	p := s.main
-	if s.idleStop != nil {
-		s.idleStop.Stop()
+	hosts := make([]*host, 0, len(s.hosts))
+	for _, h := range s.hosts {
+		hosts = append(hosts, h)
+		if h.idle != nil {
+			h.idle.Stop()
+		}
 	}
 	s.mu.Unlock()
-	if p != nil {
-		p.stop("plugin host supervisor closed")
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.p.stop("plugin host supervisor closed")
+		}()
 	}
-	s.probationMu.Lock()
-	if s.probationStop != nil {
-		s.probationStop.Stop()
-	}
-	if s.probation != nil {
-		s.probation.stop("plugin host supervisor closed")
-	}
-	s.probationMu.Unlock()
+	wg.Wait()
 }
 
-type metrics struct {
-	starts      *prometheus.CounterVec
-	deaths      *prometheus.CounterVec
-	retries     prometheus.Counter
-	quarantines prometheus.Counter
+// wallCap is the wall-clock cap of an operation with the CPU budget.
+func (s *Supervisor) wallCap(budget time.Duration) time.Duration {
+	return budget * time.Duration(s.cfg.WallFactor)
 }
-
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
-	m := &metrics{
-		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_starts_total",
-			Help: "Plugin host processes started (role main or probation)."}, []string{"role"}),
-		deaths: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_deaths_total",
-			Help: "Plugin host processes that ended, by reason (Timeout and OutOfMemory: killed by the supervisor; HostCrashed; Closed: stopped)."}, []string{"role", "reason"}),
-		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_host_retries_total",
-			Help: "Plugin operations run again because their host died under them for another operation."}),
-		quarantines: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_quarantines_total",
-			Help: "Plugin modules quarantined for killing their host repeatedly."}),
-	}
-	if reg == nil {
-		return m, nil
-	}
-	var err error
-	if m.starts, err = metricsreg.Register(reg, m.starts); err != nil {
-		return nil, err
-	}
-	if m.deaths, err = metricsreg.Register(reg, m.deaths); err != nil {
-		return nil, err
-	}
-	if m.retries, err = metricsreg.Register(reg, m.retries); err != nil {
-		return nil, err
-	}
-	if m.quarantines, err = metricsreg.Register(reg, m.quarantines); err != nil {
-		return nil, err
-	}
-	return m, nil
-}
-
-func (m *metrics) started(role string)      { m.starts.WithLabelValues(role).Inc() }
-func (m *metrics) died(role, reason string) { m.deaths.WithLabelValues(role, reason).Inc() }

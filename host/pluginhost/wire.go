@@ -33,10 +33,18 @@ const (
 )
 
 // maxHeader bounds a header; maxPayload a payload (a module is at most 32 MiB, a call's input and output 4 MiB).
+// Both sides check both: a writer refuses a frame past them (errFrameTooLarge) and the operation fails with
+// its reason at once; a reader that gets one anyway stops reading, and the supervisor kills the host.
+// maxErrorText bounds each text of an error that crosses the wire (its detail, the guest's stderr): a module
+// decides what they quote (a compile error quotes its export names, a plugin error its own input).
 const (
-	maxHeader  = 1 << 20
-	maxPayload = 64 << 20
+	maxHeader    = 1 << 20
+	maxPayload   = 64 << 20
+	maxErrorText = 16 << 10
 )
+
+// errFrameTooLarge is what frameWriter.write returns for a frame past maxHeader or maxPayload.
+var errFrameTooLarge = errors.New("frame exceeds the wire's bound")
 
 // header is a frame's JSON header. One type for every message keeps the codec trivial.
 type header struct {
@@ -75,9 +83,10 @@ func toWire(err error) *wireError {
 	}
 	var re *runtime.Error
 	if errors.As(err, &re) {
-		return &wireError{Plugin: re.Plugin, Digest: re.Digest, Export: re.Export, Reason: re.Reason, Detail: re.Detail, Stderr: re.Stderr}
+		return &wireError{Plugin: truncate(re.Plugin, 512), Digest: truncate(re.Digest, 512), Export: truncate(re.Export, 512),
+			Reason: re.Reason, Detail: truncate(re.Detail, maxErrorText), Stderr: truncate(re.Stderr, maxErrorText)}
 	}
-	return &wireError{Reason: runtime.ReasonInvalidModule, Detail: err.Error()}
+	return &wireError{Reason: runtime.ReasonInvalidModule, Detail: truncate(err.Error(), maxErrorText)}
 }
 
 func (w *wireError) err() error {
@@ -93,7 +102,7 @@ func (w *wireError) runtimeError() *runtime.Error {
 
 // wireEvent is one runtime.Hooks callback.
 type wireEvent struct {
-	Kind string `json:"kind"` // compiled, cacheHit, called, output, running, initializing, initialized
+	Kind string `json:"kind"` // compiled, cacheHit, called, output, initializing, initialized
 	// compiled, called, output; Digest also initializing, initialized
 	Plugin string `json:"plugin,omitempty"`
 	Digest string `json:"digest,omitempty"`
@@ -111,10 +120,6 @@ type wireEvent struct {
 	Stream    string `json:"stream,omitempty"`
 	Text      string `json:"text,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"`
-	// running: the call of the frame's ID starts on this thread, which has run for CPU nanoseconds so far
-	// (-1: unknown). The supervisor reads the thread's CPU time from /proc when it must blame (proc.overdue).
-	Thread int   `json:"thread,omitempty"`
-	CPU    int64 `json:"cpu,omitempty"`
 }
 
 // dispatch calls the hook e stands for.
@@ -154,6 +159,9 @@ func (fw *frameWriter) write(h *header, payload []byte) error {
 	hb, err := json.Marshal(h)
 	if err != nil {
 		return err
+	}
+	if len(hb) > maxHeader || len(payload) > maxPayload {
+		return fmt.Errorf("%w: a header of %d bytes (at most %d) and a payload of %d (at most %d)", errFrameTooLarge, len(hb), maxHeader, len(payload), maxPayload)
 	}
 	// One write per frame up to a megabyte (a call's request or response): each write is a system call and
 	// a wake-up on the other side. Modules go in two.

@@ -46,7 +46,7 @@ var (
 // built-in, PluginPullFailed when the image or its pull Secret cannot be fetched (or is still being pulled:
 // errors.Is(err, plugin.ErrPending)), PluginInvalid when the module is not a plugin this host can run.
 func (s *Source) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
-	pref := plugin.Reference{Builtin: ref.Builtin, Image: ref.Image, Config: ref.Config}
+	pref := plugin.Reference{Builtin: ref.Builtin, Image: ref.Image, Config: ref.Config, Namespace: namespace}
 	if _, err := s.Manager.Identify(pref); err != nil {
 		return nil, sourceError(ref, err)
 	}

@@ -78,7 +78,7 @@ func defaultManager(t *testing.T) (*plugin.Manager, *prometheus.Registry) {
 	}
 	cache := filepath.Join(os.TempDir(), "osm-render-test-plugin-cache")
 	reg := prometheus.NewRegistry()
-	m, err := plugin.New(plugin.Config{CacheDir: cache}, plugins.Builtin(), reg, logr.Discard())
+	m, err := plugin.New(plugin.Config{CacheDir: cache, Precompiled: plugins.PrecompiledDir()}, plugins.Builtin(), reg, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	godebug "runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -350,6 +351,16 @@ func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*compiledPlug
 	if err != nil {
 		return nil, err
 	}
+	compiled, err := r.compileWith(ctx, cache, wasm)
+	if err != nil && r.cfg.CacheDir != "" && strings.Contains(err.Error(), "compilationcache") {
+		// wazero compiles again what another version wrote, but fails on an entry it cannot read at all
+		// (damaged, or not its own): what is cached must never make a module fail, so it compiles without it.
+		compiled, err = r.compileWith(ctx, wazero.NewCompilationCache(), wasm)
+	}
+	return compiled, err
+}
+
+func (r *Runtime) compileWith(ctx context.Context, cache wazero.CompilationCache, wasm []byte) (*compiledPlugin, error) {
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
 		WithMemoryLimitPages(r.cfg.memoryPages()).
@@ -375,8 +386,16 @@ func (r *Runtime) marker(digest string) string {
 	return filepath.Join(r.markerDir, fmt.Sprintf("%s-%d-%t", digest[len("sha256:"):], r.cfg.memoryPages(), r.cfg.NoInterrupt))
 }
 
+// linkedWazeroVersion, set with the linker's -X, stands in for the wazero version in the cache's paths. The
+// build sets it (and wazero's own) only to precompile the default plugins for test binaries, whose build
+// information names no dependencies: their hosts say "unknown" here and wazero says "dev".
+var linkedWazeroVersion string
+
 // wazeroVersion returns the wazero version linked in, which keys its cache entries as well.
 func wazeroVersion() string {
+	if linkedWazeroVersion != "" {
+		return linkedWazeroVersion
+	}
 	if bi, ok := godebug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
 			if d.Path == "github.com/tetratelabs/wazero" {

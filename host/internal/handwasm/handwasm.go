@@ -36,6 +36,16 @@ var extismImports = []Import{
 // RandomGet is WASI's random_get, as function 3 of a module importing it after extismImports.
 var RandomGet = Import{"wasi_snapshot_preview1", "random_get", []byte{i32, i32}, []byte{i32}}
 
+// InputOffset and ErrorSet are Extism's input_offset and error_set, for ErrorInput (as functions 3 and 4).
+var (
+	InputOffset = Import{"extism:host/env", "input_offset", nil, []byte{i64}}
+	ErrorSet    = Import{"extism:host/env", "error_set", []byte{i64}, nil}
+)
+
+// ErrorInput is an export that fails with its own input as the error, in a module importing InputOffset and
+// ErrorSet (in that order) after the Extism functions.
+var ErrorInput = []byte{0x10, 0x03, 0x10, 0x04, 0x41, 0x01}
+
 // Plugin assembles a plugin with the given osm_metadata and osm_render bodies (nil: the defaults) and memory
 // pages, importing extra after the Extism functions.
 func Plugin(metadata, render []byte, pages uint32, extra ...Import) []byte {
@@ -51,6 +61,9 @@ type Spec struct {
 	Pages uint32
 	// Imports come after the three Extism functions, as functions 3, 4, ...
 	Imports []Import
+	// BadExport, if set, is also exported, naming a function the module does not have: the compiler refuses
+	// it, quoting the name.
+	BadExport string
 }
 
 // Bytes assembles the module.
@@ -72,7 +85,7 @@ func (s Spec) Bytes() []byte {
 		// _initialize returns nothing: drop the body's i32.
 		funcs = append(funcs, wasmFunc{locals: []byte{i64, i32}, code: concat(s.Initialize, []byte{0x1a}), export: "_initialize"})
 	}
-	return assemble(imports, funcs, max(s.Pages, 1), []byte(Metadata))
+	return assemble(imports, funcs, max(s.Pages, 1), []byte(Metadata), s.BadExport)
 }
 
 // Bodies of hostile exports.
@@ -145,7 +158,7 @@ func writeOutput(data []byte) []byte {
 		[]byte{0x20, 0x00}, i64c(int64(n)), []byte{0x10, 0x02}, i32c(0)) // output_set(block, n); return 0
 }
 
-func assemble(imports []Import, funcs []wasmFunc, pages uint32, data []byte) []byte {
+func assemble(imports []Import, funcs []wasmFunc, pages uint32, data []byte, badExport string) []byte {
 	var types, imps, fns, exports, codes [][]byte
 	typeOf := func(params, results []byte) []byte {
 		t := concat([]byte{0x60}, u32(uint32(len(params))), params, u32(uint32(len(results))), results)
@@ -171,6 +184,9 @@ func assemble(imports []Import, funcs []wasmFunc, pages uint32, data []byte) []b
 		codes = append(codes, concat(u32(uint32(len(body))), body))
 	}
 	exports = append(exports, concat(name("memory"), []byte{0x02, 0x00}))
+	if badExport != "" {
+		exports = append(exports, concat(name(badExport), []byte{0x00}, u32(9999)))
+	}
 	out := []byte("\x00asm\x01\x00\x00\x00")
 	out = section(out, 1, types...)
 	out = section(out, 2, imps...)

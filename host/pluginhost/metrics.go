@@ -1,0 +1,47 @@
+package pluginhost
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/osmhq/osm/host/internal/metricsreg"
+)
+
+type metrics struct {
+	starts      *prometheus.CounterVec
+	deaths      *prometheus.CounterVec
+	retries     prometheus.Counter
+	quarantines prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_starts_total",
+			Help: "Plugin host processes started (role builtin: the built-in modules' host; tenant: a host of one tenant's module)."}, []string{"role"}),
+		deaths: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_deaths_total",
+			Help: "Plugin host processes that ended, by reason (Timeout and OutOfMemory: killed by the supervisor; HostCrashed; Closed: stopped)."}, []string{"role", "reason"}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_host_retries_total",
+			Help: "Plugin operations run again because their host stopped or was killed for another operation under them."}),
+		quarantines: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_quarantines_total",
+			Help: "Plugin modules quarantined because their host died repeatedly."}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	if m.starts, err = metricsreg.Register(reg, m.starts); err != nil {
+		return nil, err
+	}
+	if m.deaths, err = metricsreg.Register(reg, m.deaths); err != nil {
+		return nil, err
+	}
+	if m.retries, err = metricsreg.Register(reg, m.retries); err != nil {
+		return nil, err
+	}
+	if m.quarantines, err = metricsreg.Register(reg, m.quarantines); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *metrics) started(role string)      { m.starts.WithLabelValues(role).Inc() }
+func (m *metrics) died(role, reason string) { m.deaths.WithLabelValues(role, reason).Inc() }

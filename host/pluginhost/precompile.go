@@ -1,0 +1,98 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// runtimeConfig is the runtime a host with cfg runs, hooks aside: Serve's and Precompile's, so that what the
+// build compiles is what a host looks for.
+func (cfg HostConfig) runtimeConfig(hooks runtime.Hooks) runtime.Config {
+	return runtime.Config{MemoryLimit: cfg.MemoryLimit, Timeout: cfg.Timeout, MemoryBudget: cfg.MemoryBudget,
+		CacheDir: cfg.CacheDir, NoSnapshot: cfg.NoSnapshot, NoInterrupt: cfg.NoInterrupt, Hooks: hooks}
+}
+
+// Precompile loads each module file into a runtime configured as a host with cfg, which leaves their
+// snapshots and machine code in cfg.CacheDir: make plugins does it for the default plugins, so that neither a
+// pod nor a test compiles them (SeedCache). It runs in the build, on the build's own modules: no tenant's
+// code. Taking a snapshot compiles the module as it was built too, which a host that finds the snapshot never
+// needs: that first pass goes to a scratch directory, and only the snapshots are kept from it.
+func Precompile(ctx context.Context, cfg HostConfig, files []string) error {
+	if cfg.CacheDir == "" {
+		return errors.New("precompiling needs a cache directory")
+	}
+	scratch, err := os.MkdirTemp("", "osm-precompile-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(scratch) }()
+	first := cfg
+	first.CacheDir = scratch
+	if err := load(ctx, first, files); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
+		return err
+	}
+	if err := os.CopyFS(filepath.Join(cfg.CacheDir, "osm-snapshots"), os.DirFS(filepath.Join(scratch, "osm-snapshots"))); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return load(ctx, cfg, files)
+}
+
+func load(ctx context.Context, cfg HostConfig, files []string) error {
+	rt, err := runtime.New(cfg.runtimeConfig(runtime.Hooks{}))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = rt.Close(ctx) }()
+	for _, f := range files {
+		wasm, err := os.ReadFile(f)
+		if err != nil {
+			return err
+		}
+		if _, err := rt.Load(ctx, filepath.Base(f), wasm); err != nil {
+			return fmt.Errorf("precompiling %s: %w", f, err)
+		}
+	}
+	return nil
+}
+
+// SeedCache makes every file of the precompiled cache src appear in the cache directory dst that a host
+// uses, as a symbolic link, unless dst already has the file: a host then finds the default plugins' machine
+// code without compiling, and dst costs no copy (an emptyDir in a pod counts against its memory). The
+// runtime checks what it reads: wazero's cache entries carry its version and the machine's architecture, a
+// snapshot's path names the wazero version and the memory limit, and a mismatch compiles, it never fails.
+// src is never written: a host that replaces an entry replaces the link.
+func SeedCache(dst, src string) error {
+	src, err := filepath.Abs(src)
+	if err != nil {
+		return err
+	}
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o700)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		if _, err := os.Lstat(target); err == nil {
+			return nil
+		}
+		return os.Symlink(path, target)
+	})
+}
