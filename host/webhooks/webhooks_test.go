@@ -1,9 +1,11 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +13,10 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
@@ -316,5 +321,83 @@ func TestWarmupStart(t *testing.T) {
 	cancel()
 	if err := <-stopped; err != nil {
 		t.Errorf("Start = %v", err)
+	}
+}
+
+// TestSetupServesEveryPath: Setup and SetupExtensions register each webhook on OSM's path and, for those
+// upstream OSM has, on upstream's path too, so that an upstream installation's webhook configurations keep
+// working; and they bound the reviews' wait for a plugin.
+func TestSetupServesEveryPath(t *testing.T) {
+	mgr, err := manager.New(&rest.Config{Host: "https://127.0.0.1:1"}, manager.Options{Scheme: scheme.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	profiles := &validation.ProfileValidator{Settings: render.DefaultSettings()}
+	extensions := &validation.ExtensionValidator{PluginWait: time.Second}
+	if err := Setup(mgr, profiles); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetupExtensions(mgr, reader(false), extensions); err != nil {
+		t.Fatal(err)
+	}
+	if profiles.PluginWait != validation.AdmissionPluginWait || extensions.PluginWait != time.Second {
+		t.Errorf("plugin waits %s and %s, want the default %s for profiles and the one set (1s) for extensions",
+			profiles.PluginWait, extensions.PluginWait, validation.AdmissionPluginWait)
+	}
+
+	badProfile := profile("team-a", "custom")
+	badProfile.Spec.Version = "1.0"
+	osc := &osmv1alpha1.OperatingSystemConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "osc"}}
+	changed := osc.DeepCopy()
+	changed.Spec.OSName = "flatcar"
+	md := machineDeployment(nil, `{"operatingSystem":"ubuntu"}`)
+	badExtension := &osmv1alpha1.OperatingSystemProfileExtension{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "x"},
+		Spec: osmv1alpha1.OperatingSystemProfileExtensionSpec{ProvisioningConfig: &osmv1alpha1.ExtensionConfig{Overrides: []string{""}}}}
+	for _, tc := range []struct {
+		paths    []string
+		op       admissionv1.Operation
+		obj, old client.Object
+		allowed  bool
+		patch    string // a substring of the JSON patch
+		message  string // a substring of a refusal's message
+	}{
+		{[]string{PathValidateProfile, UpstreamPathValidateProfile}, admissionv1.Create, badProfile, nil, false, "",
+			`OperatingSystemProfile.operatingsystemmanager.k8c.io "custom" is invalid: spec.version`},
+		{[]string{PathValidateConfig, UpstreamPathValidateConfig}, admissionv1.Update, changed, osc, false, "",
+			`OperatingSystemConfig.operatingsystemmanager.k8c.io "osc" is invalid: spec: Forbidden`},
+		{[]string{PathDefaultMachineDeployment, UpstreamPathDefaultMachineDeployment}, admissionv1.Create, md, nil, true, `"osp-ubuntu"`, ""},
+		{[]string{PathValidateExtension}, admissionv1.Create, badExtension, nil, false, "",
+			`OperatingSystemProfileExtension.operatingsystemmanager.k8c.io "x" is invalid: spec.provisioningConfig.overrides[0]`},
+	} {
+		for _, path := range tc.paths {
+			t.Run(path, func(t *testing.T) {
+				ar := admissionv1.AdmissionReview{
+					TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+					Request:  &admissionv1.AdmissionRequest{UID: "uid-1", Operation: tc.op, Object: raw(t, tc.obj)},
+				}
+				if tc.old != nil {
+					ar.Request.OldObject = raw(t, tc.old)
+				}
+				body, _ := json.Marshal(ar)
+				req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				mgr.GetWebhookServer().WebhookMux().ServeHTTP(rec, req)
+				var got admissionv1.AdmissionReview
+				if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Response == nil {
+					t.Fatalf("status %d, body %q: %v", rec.Code, rec.Body.String(), err)
+				}
+				message := ""
+				if got.Response.Result != nil {
+					message = got.Response.Result.Message
+				}
+				if got.Response.UID != "uid-1" || got.Response.Allowed != tc.allowed || !strings.Contains(string(got.Response.Patch), tc.patch) ||
+					!strings.Contains(message, tc.message) {
+					t.Errorf("response allowed %v, patch %s, message %q; want allowed %v with a patch containing %q and a message containing %q",
+						got.Response.Allowed, got.Response.Patch, message, tc.allowed, tc.patch, tc.message)
+				}
+			})
+		}
 	}
 }
