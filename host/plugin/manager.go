@@ -118,6 +118,10 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 			// Only costs compiles.
 			log.Error(err, "seeding the plugin cache with the precompiled plugins failed", "precompiled", cfg.Precompiled)
 		}
+		// The digests the build recorded, which the built-in host checks the seeded cache against.
+		if scfg.Host.Artifacts, err = pluginhost.ReadArtifacts(cfg.Precompiled); err != nil {
+			log.Error(err, "reading the precompiled plugins' digests failed: the built-in plugin host compiles them", "precompiled", cfg.Precompiled)
+		}
 	}
 	if m.host, err = pluginhost.New(scfg); err != nil {
 		return nil, err

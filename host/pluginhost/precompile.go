@@ -15,11 +15,11 @@ import (
 // build compiles is what a host looks for.
 func (cfg HostConfig) runtimeConfig(hooks runtime.Hooks) runtime.Config {
 	return runtime.Config{MemoryLimit: cfg.MemoryLimit, Timeout: cfg.Timeout, MemoryBudget: cfg.MemoryBudget,
-		CacheDir: cfg.CacheDir, NoSnapshot: cfg.NoSnapshot, NoInterrupt: cfg.NoInterrupt, Hooks: hooks}
+		CacheDir: cfg.CacheDir, ReadOnlyCache: cfg.ReadOnlyCache, NoSnapshot: cfg.NoSnapshot, NoInterrupt: cfg.NoInterrupt, Hooks: hooks}
 }
 
 // Precompile loads each module file into a runtime configured as a host with cfg, which leaves their
-// snapshots and machine code in cfg.CacheDir: make plugins does it for the default plugins, so that neither a
+// snapshots and machine code in cfg.CacheDir, and their digests in its ArtifactsFile: make plugins does it for the default plugins, so that neither a
 // pod nor a test compiles them (SeedCache). It runs in the build, on the build's own modules: no tenant's
 // code. Taking a snapshot compiles the module as it was built too, which a host that finds the snapshot never
 // needs: that first pass goes to a scratch directory, and only the snapshots are kept from it.
@@ -43,7 +43,11 @@ func Precompile(ctx context.Context, cfg HostConfig, files []string) error {
 	if err := os.CopyFS(filepath.Join(cfg.CacheDir, "osm-snapshots"), os.DirFS(filepath.Join(scratch, "osm-snapshots"))); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return load(ctx, cfg, files)
+	if err := load(ctx, cfg, files); err != nil {
+		return err
+	}
+	// The digests a host checks the cache against before it reads its first module (verifyArtifacts).
+	return writeArtifacts(cfg.CacheDir)
 }
 
 func load(ctx context.Context, cfg HostConfig, files []string) error {

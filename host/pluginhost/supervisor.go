@@ -249,6 +249,17 @@ type Supervisor struct {
 	closed           bool
 	strikes          map[string]*record
 	lastStartFailure time.Time
+
+	// compiled holds the digests of the files each tenant's module's compile process wrote (compile.go),
+	// recorded before any host ran from them; compiles are the compile processes in flight, compileFailed
+	// the modules that do not compile, and compileSlots and nsCompiles bound the compile processes alive.
+	compiled      map[string]Artifacts
+	compiles      map[string]*compileState
+	compileFailed map[string]error
+	compileSlots  chan struct{}
+	nsCompiles    map[string]chan struct{}
+	// scratch is the cache directory made for the hosts when Config.Host.CacheDir is empty, removed at Close.
+	scratch string
 }
 
 // host is a running host process and the operations using it.
@@ -279,8 +290,17 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, hosts: map[string]*host{}, freed: make(chan struct{}),
-		strikes: map[string]*record{}}, nil
+	s := &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, hosts: map[string]*host{}, freed: make(chan struct{}),
+		strikes: map[string]*record{}, compiled: map[string]Artifacts{}, compiles: map[string]*compileState{},
+		compileFailed: map[string]error{}, compileSlots: make(chan struct{}, cfg.MaxHosts), nsCompiles: map[string]chan struct{}{}}
+	if cfg.Host.CacheDir == "" {
+		// Tenants' modules are compiled by processes that run no guest code, into a cache their hosts read.
+		if s.scratch, err = os.MkdirTemp("", "osm-plugin-cache-"); err != nil {
+			return nil, err
+		}
+		s.cfg.Host.CacheDir = s.scratch
+	}
+	return s, nil
 }
 
 // Load loads m into its host and returns what it declared.
@@ -317,6 +337,9 @@ func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*pr
 		if err := s.quarantined(m); err != nil {
 			return err
 		}
+		if err := s.prepare(ctx, m); err != nil {
+			return err
+		}
 		h, err := s.acquire(ctx, m)
 		if err != nil {
 			return err
@@ -337,6 +360,11 @@ func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*pr
 			return fail
 		case d.reason == runtime.ReasonClosed && s.isClosed():
 			return fail
+		case d.reason == ReasonCacheTampered && attempt < maxRetries:
+			// The host found its code changed before it read any: compile it again (prepare).
+			s.forgetCompiled(m.Digest)
+			s.metrics.retries.Inc()
+			continue
 		case d.reason == runtime.ReasonClosed, m.Builtin && !hd.culprit && attempt < maxRetries:
 			// Stopped under it (evicted, unloaded), or the built-in host was killed for another operation.
 			s.metrics.retries.Inc()
@@ -593,6 +621,7 @@ func (s *Supervisor) quarantined(m Module) error {
 // Unload drops the module: a tenant's host without operations stops, the built-in host forgets it.
 func (s *Supervisor) Unload(digest string) {
 	s.mu.Lock()
+	delete(s.compileFailed, digest)
 	h := s.hosts[digest]
 	if h != nil && h.users == 0 {
 		delete(s.hosts, digest)
@@ -654,6 +683,9 @@ func (s *Supervisor) Close() {
 		}()
 	}
 	wg.Wait()
+	if s.scratch != "" {
+		_ = os.RemoveAll(s.scratch)
+	}
 }
 
 // wallCap is the wall-clock cap of an operation with the CPU budget.
