@@ -224,6 +224,7 @@ func (s *Supervisor) runCompile(m Module) (Artifacts, error) {
 	go func() { waited <- cmd.Wait() }()
 	waitErr, killed := s.watchCompile(cmd, began, waited)
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	s.metrics.compileCPU.Add(cpu.Seconds())
 	s.log.V(1).Info("plugin compile process ended", "plugin", m.Name, "digest", m.Digest, "cpu", cpu.String(), "wall", time.Since(began).String(), "status", exitText(waitErr))
 	if killed != nil {
 		s.metrics.died(roleCompile, string(killed.reason))

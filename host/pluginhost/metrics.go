@@ -11,6 +11,7 @@ type metrics struct {
 	deaths      *prometheus.CounterVec
 	retries     prometheus.Counter
 	quarantines prometheus.Counter
+	compileCPU  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -23,6 +24,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Plugin operations run again because their host stopped or was killed for another operation under them."}),
 		quarantines: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_quarantines_total",
 			Help: "Plugin modules quarantined because their host died repeatedly."}),
+		compileCPU: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_compile_cpu_seconds_total",
+			Help: "CPU time of the processes that compiled tenants' modules (role compile), which run no guest code."}),
 	}
 	if reg == nil {
 		return m, nil
@@ -38,6 +41,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.quarantines, err = metricsreg.Register(reg, m.quarantines); err != nil {
+		return nil, err
+	}
+	if m.compileCPU, err = metricsreg.Register(reg, m.compileCPU); err != nil {
 		return nil, err
 	}
 	return m, nil
