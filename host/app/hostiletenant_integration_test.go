@@ -116,8 +116,8 @@ func spinningChild(min time.Duration) int {
 }
 
 // TestAStuckTenantModuleCostsOnlyItself: a tenant's module stuck in its own code while it loads (here: its
-// _initialize, which a load runs to snapshot it, filling 64 MiB 600 times per iteration, with a plugin timeout
-// of ten minutes) holds its own host only. While that host still spins, another tenant's MachineDeployments on
+// _initialize, which its host runs before the osm_metadata call that completes the load, filling 64 MiB 600
+// times per iteration, with a plugin timeout of ten minutes) holds its own host only. While that host still spins, another tenant's MachineDeployments on
 // the shipped ubuntu plugin and on another module render. The test measures their latency against the same
 // renders before the attack (a figure in the log: a benchmark, not an assertion).
 func TestAStuckTenantModuleCostsOnlyItself(t *testing.T) {
