@@ -341,6 +341,9 @@ func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*pr
 			return err
 		}
 		h, err := s.acquire(ctx, m)
+		if errors.Is(err, errNotCompiled) && attempt < maxRetries {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -380,6 +383,9 @@ func (s *Supervisor) isClosed() bool {
 	defer s.mu.Unlock()
 	return s.closed
 }
+
+// errNotCompiled: a tenant's module has no recorded compiled code to start a host over.
+var errNotCompiled = &runtime.Error{Reason: ReasonCacheTampered, Detail: "the module's compiled code changed while its plugin host was starting"}
 
 // startBackoff is how long after a host failed to start no new one is started.
 const startBackoff = time.Second
@@ -433,6 +439,11 @@ func (s *Supervisor) acquire(ctx context.Context, m Module) (*host, error) {
 			case <-giveUp:
 				return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonTimeout, Detail: fmt.Sprintf("the plugin hosts for tenants' modules (at most %d, %d per namespace) stayed busy for %s", s.cfg.MaxHosts, s.cfg.MaxHostsPerNamespace, s.wallCap(s.cfg.LoadTimeout))}
 			}
+		}
+		if !m.Builtin && s.compiled[key] == nil {
+			// Its record was dropped (the code changed) since prepare: compile again before any host starts.
+			s.mu.Unlock()
+			return nil, errNotCompiled
 		}
 		p, err := s.startProc(key, m)
 		if err != nil {
