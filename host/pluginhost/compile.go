@@ -222,7 +222,7 @@ func (s *Supervisor) runCompile(m Module) (Artifacts, error) {
 	s.metrics.started(roleCompile)
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
-	waitErr, killed := s.watchCompile(cmd, began, waited)
+	killed, waitErr := s.watchCompile(cmd, began, waited)
 	cpu := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	s.metrics.compileCPU.Add(cpu.Seconds())
 	s.log.V(1).Info("plugin compile process ended", "plugin", m.Name, "digest", m.Digest, "cpu", cpu.String(), "wall", time.Since(began).String(), "status", exitText(waitErr))
@@ -251,15 +251,15 @@ func (s *Supervisor) runCompile(m Module) (Artifacts, error) {
 }
 
 // watchCompile kills the compile process past its CPU budget (the load timeout), its wall-clock cap or
-// MaxRSS, and returns how it ended and, if it was killed, why.
-func (s *Supervisor) watchCompile(cmd *exec.Cmd, began time.Time, waited <-chan error) (error, *death) {
+// MaxRSS, and returns, if it was killed, why, and how it ended.
+func (s *Supervisor) watchCompile(cmd *exec.Cmd, began time.Time, waited <-chan error) (*death, error) {
 	t := time.NewTicker(s.cfg.WatchInterval)
 	defer t.Stop()
 	pid := cmd.Process.Pid
 	for {
 		select {
 		case err := <-waited:
-			return err, nil
+			return nil, err
 		case <-t.C:
 		}
 		var d *death
@@ -274,7 +274,7 @@ func (s *Supervisor) watchCompile(cmd *exec.Cmd, began time.Time, waited <-chan 
 		}
 		if d != nil {
 			_ = cmd.Process.Kill()
-			return <-waited, d
+			return d, <-waited
 		}
 	}
 }
