@@ -199,3 +199,76 @@ func TestACompileBombCostsOnlyItsModule(t *testing.T) {
 		t.Errorf("%v processes killed, want the compile bomb's two compile processes", n)
 	}
 }
+
+// TestATamperedPrecompiledCacheNeverRunsOtherCode: the built-ins' code as the build precompiles it
+// (Precompile, with its manifest of digests) seeds a controller's cache; module A's entry there is replaced by
+// B's machine code. The control shows the tamper works on a runtime that reads the cache unchecked; the
+// built-in host, given the build's digests, ignores the cache and renders A's own output.
+func TestATamperedPrecompiledCacheNeverRunsOtherCode(t *testing.T) {
+	ctx := context.Background()
+	a, b := module("a", handwasm.Plugin(nil, handwasm.Output(5), 1)), module("b", handwasm.Plugin(nil, handwasm.Output(9), 1))
+	a.Builtin, b.Builtin = true, true
+	src, built := t.TempDir(), t.TempDir()
+	var files []string
+	for _, m := range []pluginhost.Module{a, b} {
+		f := filepath.Join(src, m.Name+".wasm")
+		if err := os.WriteFile(f, mustBytes(t, m), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	if err := pluginhost.Precompile(ctx, pluginhost.HostConfig{CacheDir: built}, files); err != nil {
+		t.Fatal(err)
+	}
+	// Each module alone, to tell its entry from the other's.
+	alone := map[string]string{}
+	for i, m := range []pluginhost.Module{a, b} {
+		alone[m.Name] = t.TempDir()
+		if err := pluginhost.Precompile(ctx, pluginhost.HostConfig{CacheDir: alone[m.Name]}, files[i:i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	entryA, entryB := ownEntry(t, alone["a"], alone["b"])
+	arts, err := pluginhost.ReadArtifacts(built)
+	if err != nil || len(arts) == 0 {
+		t.Fatalf("the build's manifest: %v, %v", arts, err)
+	}
+	cache := t.TempDir()
+	if err := pluginhost.SeedCache(cache, built); err != nil {
+		t.Fatal(err)
+	}
+	seededA := filepath.Join(cache, filepath.Base(filepath.Dir(entryA)), filepath.Base(entryA))
+	code, err := os.ReadFile(entryB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(seededA); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(seededA, code, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	rt, err := runtime.New(runtime.Config{CacheDir: cache, ReadOnlyCache: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.Load(ctx, "a", mustBytes(t, a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	control, err := mod.Call(ctx, abi.ExportRender, nil)
+	_ = rt.Close(ctx)
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.CacheDir, c.Host.Artifacts = cache, arts })
+	outB, err2 := s.Call(ctx, b, abi.ExportRender, nil)
+	if err != nil || err2 != nil || !bytes.Equal(control, outB) {
+		t.Fatalf("control: A from the tampered cache rendered %q, %v; want B's %q, %v (else the tamper is not one)", control, err, outB, err2)
+	}
+	out, err := s.Call(ctx, a, abi.ExportRender, nil)
+	if err != nil {
+		t.Fatalf("A after the tamper: %v", err)
+	}
+	if len(out) != 5 || bytes.Equal(out, outB) {
+		t.Fatalf("A after the tamper rendered %q, want its own 5 bytes (B's are %q)", out, outB)
+	}
+}

@@ -40,7 +40,7 @@ func Precompile(ctx context.Context, cfg HostConfig, files []string) error {
 	if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 		return err
 	}
-	if err := os.CopyFS(filepath.Join(cfg.CacheDir, "osm-snapshots"), os.DirFS(filepath.Join(scratch, "osm-snapshots"))); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := os.CopyFS(filepath.Join(cfg.CacheDir, "osm-snapshots"), os.DirFS(filepath.Join(scratch, "osm-snapshots"))); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	if err := load(ctx, cfg, files); err != nil {
