@@ -19,8 +19,8 @@ import (
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/plugin"
-	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/runtime"
 )
