@@ -272,3 +272,32 @@ func TestATamperedPrecompiledCacheNeverRunsOtherCode(t *testing.T) {
 		t.Fatalf("A after the tamper rendered %q, want its own 5 bytes (B's are %q)", out, outB)
 	}
 }
+
+// TestAHostCompilesWhatItsCacheLacksInMemory: a tenant's module whose machine code left its cache after its
+// compile process wrote it (a missing file is no mismatch) still runs: its host, which Landlock keeps from
+// writing the cache, compiles it in its own memory, and the cache stays as it was.
+func TestAHostCompilesWhatItsCacheLacksInMemory(t *testing.T) {
+	cache := t.TempDir()
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.CacheDir = cache })
+	ctx := context.Background()
+	a, b := module("a", handwasm.Plugin(nil, handwasm.Output(5), 1)), module("b", handwasm.Plugin(nil, handwasm.Output(9), 1))
+	for _, m := range []pluginhost.Module{a, b} {
+		if _, err := s.Load(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		s.Unload(m.Digest)
+		waitFor(t, m.Name+"'s host to stop", func() bool { return s.HostPID(m) == 0 })
+	}
+	dirA := filepath.Join(cache, "tenants", strings.TrimPrefix(a.Digest, "sha256:"))
+	entryA, _ := ownEntry(t, dirA, filepath.Join(cache, "tenants", strings.TrimPrefix(b.Digest, "sha256:")))
+	if err := os.Remove(entryA); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.Call(ctx, a, abi.ExportRender, nil)
+	if err != nil || len(out) != 5 {
+		t.Fatalf("A without its cached code: %q, %v; want its 5 bytes", out, err)
+	}
+	if _, err := os.Stat(entryA); !os.IsNotExist(err) {
+		t.Errorf("A's host wrote its cache (%s: %v)", entryA, err)
+	}
+}
