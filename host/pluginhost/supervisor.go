@@ -16,8 +16,11 @@
 //   - memory: the host's RSS is polled (Config.MaxRSS) and the host killed above it; its address space is
 //     capped with RLIMIT_AS, and it offers itself to the kernel's OOM killer first (oom_score_adj 1000).
 //   - priority: tenants' hosts run at a lower CPU priority (Config.TenantNice) than the built-in host.
-//   - writes: a host may write its own compilation cache only (the built-in host the built-ins', a tenant's
-//     host its digest's directory), enforced by Landlock where the kernel has it (restrictWrites).
+//   - compilation apart from execution: a tenant's module is compiled by a compile process (compile.go) that
+//     runs none of its code, bounded as a host is; the supervisor records the digests of what it wrote
+//     (Artifacts) before any host runs from it. No host, the processes that run guest code, can write
+//     anything (Landlock where the kernel has it: restrictWrites), and each checks its cache against the
+//     recorded digests, or the build's for the built-ins, before it reads a module (verifyArtifacts).
 //   - repetition: every death of a tenant's host is one strike against its digest; two within
 //     QuarantineWindow quarantine the digest, its operations failing at once for a while that doubles each
 //     time. The built-in host's deaths strike nothing: no tenant's module runs there.
