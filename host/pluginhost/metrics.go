@@ -17,9 +17,9 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_starts_total",
-			Help: "Plugin host processes started (role builtin: the built-in modules' host; tenant: a host of one tenant's module)."}, []string{"role"}),
+			Help: "Plugin host processes started (role builtin: the built-in modules' host; tenant: a host of one tenant's module; compile: a process that compiles one tenant's module and runs none of its code)."}, []string{"role"}),
 		deaths: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_deaths_total",
-			Help: "Plugin host processes that ended, by reason (Timeout and OutOfMemory: killed by the supervisor; HostCrashed; Closed: stopped)."}, []string{"role", "reason"}),
+			Help: "Plugin host processes that ended, by reason (Timeout and OutOfMemory: killed by the supervisor; HostCrashed; CacheTampered: a host found its compiled code changed; Closed: stopped, or a compile process that succeeded; InvalidModule: a compile process that refused its module)."}, []string{"role", "reason"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_host_retries_total",
 			Help: "Plugin operations run again because their host stopped or was killed for another operation under them."}),
 		quarantines: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_quarantines_total",
