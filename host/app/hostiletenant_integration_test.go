@@ -19,6 +19,7 @@ import (
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
@@ -250,7 +251,8 @@ func TestATamperedCacheNeverRunsOtherCode(t *testing.T) {
 		}
 		return files[0]
 	}
-	ubuntu := snapshot(filepath.Join(cache, "wazero"), "ubuntu")
+	builtin := pluginhost.BuiltinDir(filepath.Join(cache, "wazero"))
+	ubuntu := snapshot(builtin, "ubuntu")
 	flatcar, err := os.ReadFile(snapshot(filepath.Join("..", "..", "plugins", "compiled"), "flatcar"))
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +273,7 @@ func TestATamperedCacheNeverRunsOtherCode(t *testing.T) {
 		return nil
 	})
 
-	rt, err := runtime.New(runtime.Config{CacheDir: filepath.Join(cache, "wazero"), ReadOnlyCache: true})
+	rt, err := runtime.New(runtime.Config{CacheDir: builtin, ReadOnlyCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}

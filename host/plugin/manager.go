@@ -114,13 +114,10 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 			}
 			scfg.Host.CacheDir = m.scratch
 		}
-		if err := pluginhost.SeedCache(scfg.Host.CacheDir, cfg.Precompiled); err != nil {
-			// Only costs compiles.
+		// The digests the build recorded come with it: the built-in host checks the seeded cache against them.
+		if scfg.Host.Artifacts, err = pluginhost.SeedBuiltins(scfg.Host.CacheDir, cfg.Precompiled); err != nil {
+			// Only costs compiles, in the built-in host's memory.
 			log.Error(err, "seeding the plugin cache with the precompiled plugins failed", "precompiled", cfg.Precompiled)
-		}
-		// The digests the build recorded, which the built-in host checks the seeded cache against.
-		if scfg.Host.Artifacts, err = pluginhost.ReadArtifacts(cfg.Precompiled); err != nil {
-			log.Error(err, "reading the precompiled plugins' digests failed: the built-in plugin host compiles them", "precompiled", cfg.Precompiled)
 		}
 	}
 	if m.host, err = pluginhost.New(scfg); err != nil {

@@ -234,10 +234,10 @@ func TestATamperedPrecompiledCacheNeverRunsOtherCode(t *testing.T) {
 		t.Fatalf("the build's manifest: %v, %v", arts, err)
 	}
 	cache := t.TempDir()
-	if err := pluginhost.SeedCache(cache, built); err != nil {
+	if _, err := pluginhost.SeedBuiltins(cache, built); err != nil {
 		t.Fatal(err)
 	}
-	seededA := filepath.Join(cache, filepath.Base(filepath.Dir(entryA)), filepath.Base(entryA))
+	seededA := filepath.Join(pluginhost.BuiltinDir(cache), filepath.Base(filepath.Dir(entryA)), filepath.Base(entryA))
 	code, err := os.ReadFile(entryB)
 	if err != nil {
 		t.Fatal(err)
@@ -249,7 +249,7 @@ func TestATamperedPrecompiledCacheNeverRunsOtherCode(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rt, err := runtime.New(runtime.Config{CacheDir: cache, ReadOnlyCache: true, Timeout: time.Second})
+	rt, err := runtime.New(runtime.Config{CacheDir: pluginhost.BuiltinDir(cache), ReadOnlyCache: true, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -148,11 +148,11 @@ func (s *Supervisor) startProc(key string, m Module) (*proc, error) {
 }
 
 // hostConfig is the configuration of the host of key, called with s.mu held: the built-in host reads
-// Host.CacheDir (which the precompiled default plugins seed, their digests in Host.Artifacts), a tenant's host
+// BuiltinDir (which the precompiled default plugins seed, their digests in Host.Artifacts), a tenant's host
 // the directory its module's compile process filled (the digests recorded then), and neither writes anything.
 func (s *Supervisor) hostConfig(key string) HostConfig {
 	hc := s.cfg.Host
-	hc.Role = roleBuiltin
+	hc.Role, hc.CacheDir = roleBuiltin, BuiltinDir(hc.CacheDir)
 	if key != builtinKey {
 		// The module as its compile process compiled it: as it was built, not snapshotted (snapshotting runs
 		// the module's code, which no process that writes the cache may do).
