@@ -133,7 +133,7 @@ func TestEveryHostOfGuestCodeReadsTheCacheOnly(t *testing.T) {
 	tenant := "sha256:" + strings.Repeat("ab", 32)
 	s.compiled[tenant] = Artifacts{"wazero-v1/y": "sha256:2"}
 	for key, want := range map[string]HostConfig{
-		builtinKey: {Role: roleBuiltin, CacheDir: s.cfg.Host.CacheDir, Artifacts: s.cfg.Host.Artifacts},
+		builtinKey: {Role: roleBuiltin, CacheDir: BuiltinDir(s.cfg.Host.CacheDir), Artifacts: s.cfg.Host.Artifacts},
 		tenant:     {Role: roleTenant, CacheDir: s.tenantDir(tenant), Artifacts: s.compiled[tenant], NoSnapshot: true},
 	} {
 		hc := s.hostConfig(key)
