@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr/testr"
@@ -166,10 +167,15 @@ func hostFromTheImage(t *testing.T, files map[string]tarFile, dir string) {
 		t.Fatal(err)
 	}
 	cache := t.TempDir()
-	if err := pluginhost.SeedCache(cache, compiled); err != nil {
+	arts, err := pluginhost.SeedBuiltins(cache, compiled)
+	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := pluginhost.New(pluginhost.Config{Executable: host, Host: pluginhost.HostConfig{CacheDir: cache}, Log: testr.New(t)})
+	// No host can write its cache: a compile from scratch shows only in the compile event's layer.
+	var mu sync.Mutex
+	var layers []sdkruntime.CacheLayer
+	hooks := sdkruntime.Hooks{Compiled: func(e sdkruntime.CompileEvent) { mu.Lock(); layers = append(layers, e.Layer); mu.Unlock() }}
+	s, err := pluginhost.New(pluginhost.Config{Executable: host, Host: pluginhost.HostConfig{CacheDir: cache, Artifacts: arts}, Hooks: hooks, Log: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +201,11 @@ func hostFromTheImage(t *testing.T, files map[string]tarFile, dir string) {
 	})
 	if err != nil || entries == 0 {
 		t.Errorf("compiled code in the host's cache: %d entries (%v)", entries, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(layers) != 1 || layers[0] != sdkruntime.LayerDisk {
+		t.Errorf("the image's host compiled ubuntu from %v, want the shipped code (disk) once", layers)
 	}
 }
 

@@ -19,8 +19,11 @@ import (
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/plugin"
+	"github.com/osmhq/osm/host/pluginhost"
+	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
+	"github.com/osmhq/osm/sdk/runtime"
 )
 
 // hostileTenantSetup starts the real controller against a real API server with the shipped ubuntu plugin (a
@@ -116,8 +119,8 @@ func spinningChild(min time.Duration) int {
 }
 
 // TestAStuckTenantModuleCostsOnlyItself: a tenant's module stuck in its own code while it loads (here: its
-// _initialize, which a load runs to snapshot it, filling 64 MiB 600 times per iteration, with a plugin timeout
-// of ten minutes) holds its own host only. While that host still spins, another tenant's MachineDeployments on
+// _initialize, which its host runs before the osm_metadata call that completes the load, filling 64 MiB 600
+// times per iteration, with a plugin timeout of ten minutes) holds its own host only. While that host still spins, another tenant's MachineDeployments on
 // the shipped ubuntu plugin and on another module render. The test measures their latency against the same
 // renders before the attack (a figure in the log: a benchmark, not an assertion).
 func TestAStuckTenantModuleCostsOnlyItself(t *testing.T) {
@@ -220,4 +223,107 @@ func TestAQuarantineExpires(t *testing.T) {
 			t.Errorf("another tenant's MachineDeployment was told of a quarantine: %s", e.Message)
 		}
 	}
+}
+
+// TestATamperedCacheNeverRunsOtherCode: the ubuntu plugin's cached snapshot (the code its instances start
+// from, seeded from the build's precompiled cache) is replaced by flatcar's, ubuntu's digest unchanged. The
+// control shows that a runtime reading that cache unchecked loads flatcar's plugin for ubuntu's bytes; through
+// the real controller, a MachineDeployment on ubuntu renders ubuntu's cloud-config: the built-in host checks
+// the cache against the build's digests before it reads a module and, finding a mismatch, compiles ubuntu
+// from its own bytes.
+func TestATamperedCacheNeverRunsOtherCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a kube-apiserver")
+	}
+	cache := t.TempDir()
+	c := hostileTenantSetup(t, nil, plugin.Config{CacheDir: cache})
+	// A test binary's hosts key snapshots by wazero version "unknown" (see hack/build-plugins.sh).
+	hosts := pluginHosts(t)
+	snapshot := func(dir, name string) string {
+		t.Helper()
+		wasm, err := os.ReadFile(filepath.Join("..", "..", "plugins", "dist", name+".wasm"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "osm-snapshots", "unknown", strings.TrimPrefix(runtime.Digest(wasm), "sha256:")+"-*.wasm"))
+		if err != nil || len(files) != 1 {
+			t.Fatalf("%s's snapshot in %s: %v, %v", name, dir, files, err)
+		}
+		return files[0]
+	}
+	builtin := pluginhost.BuiltinDir(filepath.Join(cache, "wazero"))
+	ubuntu := snapshot(builtin, "ubuntu")
+	flatcar, err := os.ReadFile(snapshot(filepath.Join("..", "..", "plugins", "compiled"), "flatcar"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(ubuntu); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ubuntu, flatcar, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Hosts started before the tamper may hold ubuntu already: the render must come from a host started after.
+	eventually(t, wait, "the plugin hosts started before the tamper to stop", func() error {
+		for _, pid := range hosts {
+			if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+				return errNotYet
+			}
+		}
+		return nil
+	})
+
+	rt, err := runtime.New(runtime.Config{CacheDir: builtin, ReadOnlyCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm, err := os.ReadFile(filepath.Join("..", "..", "plugins", "dist", "ubuntu.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := rt.Load(context.Background(), "ubuntu", wasm)
+	if err != nil || mod.Metadata().Name != "flatcar" {
+		var name string
+		if mod != nil {
+			name = mod.Metadata().Name
+		}
+		t.Fatalf("control: ubuntu's bytes over the tampered cache load as %q, %v; want flatcar's plugin (else the tamper is not one)", name, err)
+	}
+	_ = rt.Close(context.Background())
+
+	renderIn(t, c, tenantB, "after-tamper", "ubuntu", "osp-ubuntu")
+	s := waitForSecret(t, c, "after-tamper-"+tenantB+"-bootstrap-config", "1")
+	if cfg := string(s.Data[render.CloudConfigKey]); !strings.HasPrefix(cfg, "#cloud-config") || strings.Contains(strings.ToLower(cfg), "flatcar") {
+		t.Errorf("ubuntu over the tampered cache rendered:\n%.400s\nwant ubuntu's cloud-config", cfg)
+	}
+}
+
+// pluginHosts returns the plugin host processes, children of this one running its executable or
+// osm-plugin-host.
+func pluginHosts(t *testing.T) []int {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		if exe, _ := os.Readlink("/proc/" + e.Name() + "/exe"); exe == self || filepath.Base(exe) == "osm-plugin-host" {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

@@ -114,8 +114,9 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 			}
 			scfg.Host.CacheDir = m.scratch
 		}
-		if err := pluginhost.SeedCache(scfg.Host.CacheDir, cfg.Precompiled); err != nil {
-			// Only costs compiles.
+		// The digests the build recorded come with it: the built-in host checks the seeded cache against them.
+		if scfg.Host.Artifacts, err = pluginhost.SeedBuiltins(scfg.Host.CacheDir, cfg.Precompiled); err != nil {
+			// Only costs compiles, in the built-in host's memory.
 			log.Error(err, "seeding the plugin cache with the precompiled plugins failed", "precompiled", cfg.Precompiled)
 		}
 	}

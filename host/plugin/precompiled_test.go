@@ -12,6 +12,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/plugins"
 )
 
@@ -49,7 +50,8 @@ func precompiled(t *testing.T) string {
 // without compiling it: every compiled-code entry in the hosts' cache is still a link to the precompiled one.
 func TestDefaultPluginsNeverCompile(t *testing.T) {
 	cache := t.TempDir()
-	m, err := New(Config{CacheDir: cache, Precompiled: precompiled(t)}, plugins.Builtin(), prometheus.NewRegistry(), logr.Discard())
+	reg := prometheus.NewRegistry()
+	m, err := New(Config{CacheDir: cache, Precompiled: precompiled(t)}, plugins.Builtin(), reg, logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +61,12 @@ func TestDefaultPluginsNeverCompile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	entries := wazeroEntries(t, filepath.Join(cache, "wazero"))
+	// The built-in host cannot write its cache: what it compiles stays in its memory, which only the compile
+	// metric's layer tells (none: compiled from scratch; disk: read from the seeded cache).
+	if fromScratch, fromDisk := compiles(t, reg, "none"), compiles(t, reg, "disk"); fromScratch != 0 || fromDisk != 2 {
+		t.Errorf("%d default plugins compiled from scratch and %d read from the cache, want 0 and 2", fromScratch, fromDisk)
+	}
+	entries := wazeroEntries(t, pluginhost.BuiltinDir(filepath.Join(cache, "wazero")))
 	if len(entries) == 0 {
 		t.Fatal("no compiled code in the hosts' cache")
 	}
@@ -102,4 +109,27 @@ func TestPrecompiledCodeThatDoesNotFitCompiles(t *testing.T) {
 			t.Errorf("the precompiled %s was changed (%v)", name, err)
 		}
 	}
+}
+
+// compiles counts the compiles of the layer in osm_plugin_compile_seconds.
+func compiles(t *testing.T, reg *prometheus.Registry, layer string) uint64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n uint64
+	for _, f := range families {
+		if f.GetName() != "osm_plugin_compile_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cache" && l.GetValue() == layer {
+					n += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return n
 }

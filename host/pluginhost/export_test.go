@@ -25,6 +25,9 @@ func (s *Supervisor) InFlight(m Module) int {
 
 // Hold keeps m's host busy, as an operation would, until release is closed.
 func (s *Supervisor) Hold(ctx context.Context, m Module, release <-chan struct{}) error {
+	if err := s.prepare(ctx, m); err != nil {
+		return err
+	}
 	h, err := s.acquire(ctx, m)
 	if err != nil {
 		return err

@@ -11,18 +11,21 @@ type metrics struct {
 	deaths      *prometheus.CounterVec
 	retries     prometheus.Counter
 	quarantines prometheus.Counter
+	compileCPU  prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		starts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_starts_total",
-			Help: "Plugin host processes started (role builtin: the built-in modules' host; tenant: a host of one tenant's module)."}, []string{"role"}),
+			Help: "Plugin host processes started (role builtin: the built-in modules' host; tenant: a host of one tenant's module; compile: a process that compiles one tenant's module and runs none of its code)."}, []string{"role"}),
 		deaths: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "osm_plugin_host_deaths_total",
-			Help: "Plugin host processes that ended, by reason (Timeout and OutOfMemory: killed by the supervisor; HostCrashed; Closed: stopped)."}, []string{"role", "reason"}),
+			Help: "Plugin host processes that ended, by reason (Timeout and OutOfMemory: killed by the supervisor; HostCrashed; CacheTampered: a host found its compiled code changed; Closed: stopped, or a compile process that succeeded; InvalidModule: a compile process that refused its module)."}, []string{"role", "reason"}),
 		retries: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_host_retries_total",
 			Help: "Plugin operations run again because their host stopped or was killed for another operation under them."}),
 		quarantines: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_quarantines_total",
 			Help: "Plugin modules quarantined because their host died repeatedly."}),
+		compileCPU: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_compile_cpu_seconds_total",
+			Help: "CPU time of the processes that compiled tenants' modules (role compile), which run no guest code."}),
 	}
 	if reg == nil {
 		return m, nil
@@ -38,6 +41,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.quarantines, err = metricsreg.Register(reg, m.quarantines); err != nil {
+		return nil, err
+	}
+	if m.compileCPU, err = metricsreg.Register(reg, m.compileCPU); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -148,14 +147,18 @@ func (s *Supervisor) startProc(key string, m Module) (*proc, error) {
 	return p, nil
 }
 
-// hostConfig is the configuration of the host of key: the built-in host compiles into Host.CacheDir (which the
-// precompiled default plugins seed), a tenant's host into a directory of its module's own under it, and each
-// may write nothing else.
+// hostConfig is the configuration of the host of key, called with s.mu held: the built-in host reads
+// BuiltinDir (which the precompiled default plugins seed, their digests in Host.Artifacts), a tenant's host
+// the directory its module's compile process filled (the digests recorded then), and neither writes anything.
 func (s *Supervisor) hostConfig(key string) HostConfig {
 	hc := s.cfg.Host
-	if hc.CacheDir != "" && key != builtinKey {
-		hc.CacheDir = filepath.Join(hc.CacheDir, "tenants", strings.TrimPrefix(key, "sha256:"))
+	hc.Role, hc.CacheDir = roleBuiltin, BuiltinDir(hc.CacheDir)
+	if key != builtinKey {
+		// The module as its compile process compiled it: as it was built, not snapshotted (snapshotting runs
+		// the module's code, which no process that writes the cache may do).
+		hc.Role, hc.CacheDir, hc.NoSnapshot, hc.Artifacts = roleTenant, s.tenantDir(key), true, s.compiled[key]
 	}
+	hc.ReadOnlyCache = true
 	hc.Landlock = !s.cfg.NoLandlock
 	return hc
 }
@@ -212,6 +215,13 @@ func (p *proc) read(stdout io.Reader) {
 		if line := p.stderr.fatal(); line != "" {
 			d.cause += ": " + line
 		}
+		var ee *exec.ExitError
+		if !p.ready && errors.As(waitErr, &ee) && ee.ExitCode() == exitTampered {
+			d = &death{cause: "the plugin host found its module's compiled code changed since it was compiled", reason: ReasonCacheTampered, culprits: map[uint64]bool{}}
+			if line := p.stderr.last(); strings.HasPrefix(line, tamperedPrefix) {
+				d.cause = strings.TrimPrefix(line, "plugin host: ")
+			}
+		}
 		p.death = d
 	}
 	d := p.death
@@ -225,7 +235,7 @@ func (p *proc) read(stdout io.Reader) {
 	}
 	p.mu.Unlock()
 	_ = p.in.Close()
-	if p.role == roleTenant && !d.unstarted && d.reason != runtime.ReasonClosed {
+	if p.role == roleTenant && !d.unstarted && d.reason != runtime.ReasonClosed && d.reason != ReasonCacheTampered {
 		// Before anyone hears of the death: the next operation must find the strike counted.
 		p.s.strike(p.key, p.name, d)
 	}
@@ -595,6 +605,16 @@ func (t *tail) add(line string) {
 		t.size -= len(t.lines[0])
 		t.lines = t.lines[1:]
 	}
+}
+
+// last returns the last line written.
+func (t *tail) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return ""
+	}
+	return t.lines[len(t.lines)-1]
 }
 
 // fatal returns the Go runtime's "fatal error: …" or "panic: …" line, if the host wrote one.

@@ -44,9 +44,21 @@ type HostConfig struct {
 	// AddressSpace is the host's RLIMIT_AS in bytes (0: none): an allocation past it fails in the kernel, and
 	// the Go runtime ends the host with "out of memory" instead of growing.
 	AddressSpace uint64 `json:"addressSpace,omitempty"`
-	// Landlock makes the file system read-only for the host but for CacheDir (restrictWrites), before it reads
-	// its first module. The supervisor sets it on every host it starts.
+	// Landlock makes the file system read-only for the process (restrictWrites) before it reads its first
+	// module: wholly for a host that runs guest code (ReadOnlyCache), all but CacheDir for a compile process.
+	// The supervisor sets it on every process it starts.
 	Landlock bool `json:"landlock,omitempty"`
+	// ReadOnlyCache: the host reads CacheDir and never writes it (sdk/runtime's Config.ReadOnlyCache). The
+	// supervisor sets it on every host that runs guest code.
+	ReadOnlyCache bool `json:"readOnlyCache,omitempty"`
+	// Artifacts are the digests the files of CacheDir that hold code must have (verifyArtifacts), checked
+	// before the host reads its first module.
+	Artifacts Artifacts `json:"artifacts,omitempty"`
+	// Role is roleBuiltin, roleTenant or roleCompile: a compile process compiles the module it reads from its
+	// standard input (Name, Digest) into CacheDir and ends, running none of its code (compileMain).
+	Role   string `json:"role,omitempty"`
+	Name   string `json:"name,omitempty"`
+	Digest string `json:"digest,omitempty"`
 }
 
 // init makes every binary that links this package able to serve as a plugin host: the supervisor starts its
@@ -66,6 +78,21 @@ func hostMain(cfgJSON string) int {
 	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "plugin host: bad configuration:", err)
 		return 2
+	}
+	if cfg.Role == roleCompile {
+		return compileMain(cfg, os.Stdin, os.Stdout)
+	}
+	if cfg.ReadOnlyCache && cfg.CacheDir != "" {
+		if err := verifyArtifacts(cfg.CacheDir, cfg.Artifacts); err != nil {
+			if cfg.Role == roleTenant {
+				// The supervisor compiles the module again in a compile process; nothing here read the cache.
+				fmt.Fprintln(os.Stderr, tamperedPrefix+err.Error())
+				return exitTampered
+			}
+			// The built-in modules are compiled from the executable's own bytes, in this host's memory.
+			fmt.Fprintln(os.Stderr, "plugin host: ignoring the compilation cache:", err)
+			cfg.CacheDir = ""
+		}
 	}
 	if err := confine(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "plugin host:", err)
@@ -108,6 +135,9 @@ func confine(cfg HostConfig) error {
 	}
 	// Raising one's own OOM score needs no privilege; failing to (no /proc) only loses the preference.
 	_ = os.WriteFile("/proc/self/oom_score_adj", []byte(strconv.Itoa(1000)), 0)
+	if cfg.Landlock && cfg.ReadOnlyCache {
+		return restrictWrites("")
+	}
 	if cfg.Landlock {
 		if cfg.CacheDir != "" {
 			// The runtime creates it; it must exist for Landlock to name it.

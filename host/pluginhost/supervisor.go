@@ -16,8 +16,11 @@
 //   - memory: the host's RSS is polled (Config.MaxRSS) and the host killed above it; its address space is
 //     capped with RLIMIT_AS, and it offers itself to the kernel's OOM killer first (oom_score_adj 1000).
 //   - priority: tenants' hosts run at a lower CPU priority (Config.TenantNice) than the built-in host.
-//   - writes: a host may write its own compilation cache only (the built-in host the built-ins', a tenant's
-//     host its digest's directory), enforced by Landlock where the kernel has it (restrictWrites).
+//   - compilation apart from execution: a tenant's module is compiled by a compile process (compile.go) that
+//     runs none of its code, bounded as a host is; the supervisor records the digests of what it wrote
+//     (Artifacts) before any host runs from it. No host, the processes that run guest code, can write
+//     anything (Landlock where the kernel has it: restrictWrites), and each checks its cache against the
+//     recorded digests, or the build's for the built-ins, before it reads a module (verifyArtifacts).
 //   - repetition: every death of a tenant's host is one strike against its digest; two within
 //     QuarantineWindow quarantine the digest, its operations failing at once for a while that doubles each
 //     time. The built-in host's deaths strike nothing: no tenant's module runs there.
@@ -249,6 +252,17 @@ type Supervisor struct {
 	closed           bool
 	strikes          map[string]*record
 	lastStartFailure time.Time
+
+	// compiled holds the digests of the files each tenant's module's compile process wrote (compile.go),
+	// recorded before any host ran from them; compiles are the compile processes in flight, compileFailed
+	// the modules that do not compile, and compileSlots and nsCompiles bound the compile processes alive.
+	compiled      map[string]Artifacts
+	compiles      map[string]*compileState
+	compileFailed map[string]error
+	compileSlots  chan struct{}
+	nsCompiles    map[string]chan struct{}
+	// scratch is the cache directory made for the hosts when Config.Host.CacheDir is empty, removed at Close.
+	scratch string
 }
 
 // host is a running host process and the operations using it.
@@ -279,8 +293,17 @@ func New(cfg Config) (*Supervisor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, hosts: map[string]*host{}, freed: make(chan struct{}),
-		strikes: map[string]*record{}}, nil
+	s := &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, hosts: map[string]*host{}, freed: make(chan struct{}),
+		strikes: map[string]*record{}, compiled: map[string]Artifacts{}, compiles: map[string]*compileState{},
+		compileFailed: map[string]error{}, compileSlots: make(chan struct{}, cfg.MaxHosts), nsCompiles: map[string]chan struct{}{}}
+	if cfg.Host.CacheDir == "" {
+		// Tenants' modules are compiled by processes that run no guest code, into a cache their hosts read.
+		if s.scratch, err = os.MkdirTemp("", "osm-plugin-cache-"); err != nil {
+			return nil, err
+		}
+		s.cfg.Host.CacheDir = s.scratch
+	}
+	return s, nil
 }
 
 // Load loads m into its host and returns what it declared.
@@ -317,7 +340,13 @@ func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*pr
 		if err := s.quarantined(m); err != nil {
 			return err
 		}
+		if err := s.prepare(ctx, m); err != nil {
+			return err
+		}
 		h, err := s.acquire(ctx, m)
+		if errors.Is(err, errNotCompiled) && attempt < maxRetries {
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -337,6 +366,11 @@ func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*pr
 			return fail
 		case d.reason == runtime.ReasonClosed && s.isClosed():
 			return fail
+		case d.reason == ReasonCacheTampered && attempt < maxRetries:
+			// The host found its code changed before it read any: compile it again (prepare).
+			s.forgetCompiled(m.Digest)
+			s.metrics.retries.Inc()
+			continue
 		case d.reason == runtime.ReasonClosed, m.Builtin && !hd.culprit && attempt < maxRetries:
 			// Stopped under it (evicted, unloaded), or the built-in host was killed for another operation.
 			s.metrics.retries.Inc()
@@ -352,6 +386,9 @@ func (s *Supervisor) isClosed() bool {
 	defer s.mu.Unlock()
 	return s.closed
 }
+
+// errNotCompiled: a tenant's module has no recorded compiled code to start a host over.
+var errNotCompiled = &runtime.Error{Reason: ReasonCacheTampered, Detail: "the module's compiled code changed while its plugin host was starting"}
 
 // startBackoff is how long after a host failed to start no new one is started.
 const startBackoff = time.Second
@@ -405,6 +442,11 @@ func (s *Supervisor) acquire(ctx context.Context, m Module) (*host, error) {
 			case <-giveUp:
 				return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonTimeout, Detail: fmt.Sprintf("the plugin hosts for tenants' modules (at most %d, %d per namespace) stayed busy for %s", s.cfg.MaxHosts, s.cfg.MaxHostsPerNamespace, s.wallCap(s.cfg.LoadTimeout))}
 			}
+		}
+		if !m.Builtin && s.compiled[key] == nil {
+			// Its record was dropped (the code changed) since prepare: compile again before any host starts.
+			s.mu.Unlock()
+			return nil, errNotCompiled
 		}
 		p, err := s.startProc(key, m)
 		if err != nil {
@@ -593,6 +635,7 @@ func (s *Supervisor) quarantined(m Module) error {
 // Unload drops the module: a tenant's host without operations stops, the built-in host forgets it.
 func (s *Supervisor) Unload(digest string) {
 	s.mu.Lock()
+	delete(s.compileFailed, digest)
 	h := s.hosts[digest]
 	if h != nil && h.users == 0 {
 		delete(s.hosts, digest)
@@ -654,6 +697,9 @@ func (s *Supervisor) Close() {
 		}()
 	}
 	wg.Wait()
+	if s.scratch != "" {
+		_ = os.RemoveAll(s.scratch)
+	}
 }
 
 // wallCap is the wall-clock cap of an operation with the CPU budget.

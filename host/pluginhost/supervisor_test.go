@@ -169,8 +169,8 @@ func TestATenantsModuleHasAHostOfItsOwn(t *testing.T) {
 	}
 }
 
-// counter reads the counter name with the given label value from reg.
-func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+// counter reads the counter name with the given label value from reg ("": of a counter without labels).
+func counter(t testing.TB, reg *prometheus.Registry, name, label string) float64 {
 	t.Helper()
 	families, err := reg.Gather()
 	if err != nil {
@@ -182,6 +182,9 @@ func counter(t *testing.T, reg *prometheus.Registry, name, label string) float64
 			continue
 		}
 		for _, m := range f.GetMetric() {
+			if label == "" { // a counter without labels
+				sum += m.GetCounter().GetValue()
+			}
 			for _, l := range m.GetLabel() {
 				if l.GetValue() == label {
 					sum += m.GetCounter().GetValue()

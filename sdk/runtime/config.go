@@ -52,6 +52,12 @@ type Config struct {
 	// CacheDir keeps compiled machine code on disk across restarts. Empty means memory only. The directory
 	// must be private to this process's user: wazero trusts what it finds there.
 	CacheDir string
+	// ReadOnlyCache reads CacheDir and expects not to be able to write it: the runtime keeps no snapshot or
+	// marker there, and a module whose machine code is missing is compiled in memory (wazero still tries to
+	// add it to the directory: the process must be unable to write there, which is what this is for). For a
+	// process that runs guest code and so must not be able to write the cache (osm-controller's plugin hosts,
+	// confined by Landlock, whose cache a process that runs no guest code fills: Runtime.Compile).
+	ReadOnlyCache bool
 	// MaxOutputBytes bounds the guest stdout and stderr kept per call. Default DefaultMaxOutputBytes.
 	MaxOutputBytes int
 	// MaxRequestBytes bounds a call's JSON input; a larger request fails with ReasonInvalidInput before the

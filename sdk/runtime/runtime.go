@@ -63,6 +63,11 @@ func New(cfg Config) (*Runtime, error) {
 	if cfg.CacheDir == "" {
 		return r, nil
 	}
+	if cfg.ReadOnlyCache {
+		// Nothing to create: what is missing is compiled in memory (compileModule).
+		r.markerDir = filepath.Join(cfg.CacheDir, "osm-compiled", wazeroVersion()+"-"+compileVersion)
+		return r, nil
+	}
 	// Fail now, not at the first load, if the directory cannot hold a cache; each module opens its own.
 	cache, err := r.newCache()
 	if err != nil {
@@ -302,7 +307,7 @@ func (r *Runtime) compile(ctx context.Context, name, digest string, start startS
 	r.cfg.Hooks.compiled(ev)
 	if layer == LayerDisk {
 		r.cfg.Hooks.cacheHit(LayerDisk)
-	} else if marker != "" {
+	} else if marker != "" && !r.cfg.ReadOnlyCache {
 		// Best effort: a missing marker only mislabels the next load's metric.
 		_ = os.WriteFile(marker, nil, 0o600)
 	}
@@ -349,7 +354,13 @@ const compileVersion = "ctxdone1"
 func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*compiledPlugin, error) {
 	cache, err := r.newCache()
 	if err != nil {
-		return nil, err
+		if !r.cfg.ReadOnlyCache {
+			return nil, err
+		}
+		cache = wazero.NewCompilationCache() // nothing cached here yet, and nothing may be
+	}
+	if r.cfg.ReadOnlyCache && r.cfg.CacheDir != "" {
+		return r.compileReadOnly(ctx, cache, wasm)
 	}
 	compiled, err := r.compileWith(ctx, cache, wasm)
 	if err != nil && r.cfg.CacheDir != "" && strings.Contains(err.Error(), "compilationcache") {
@@ -360,7 +371,33 @@ func (r *Runtime) compileModule(ctx context.Context, wasm []byte) (*compiledPlug
 	return compiled, err
 }
 
+// compileReadOnly compiles wasm over a cache it may not write. wazero fails a compilation whose machine code
+// it cannot add to the directory, after keeping that code in the cache's memory: the second attempt finds it
+// there, so a module missing from the directory is compiled once, in memory.
+func (r *Runtime) compileReadOnly(ctx context.Context, cache wazero.CompilationCache, wasm []byte) (*compiledPlugin, error) {
+	compiled, err := r.compileWithOpen(ctx, cache, wasm)
+	if err == nil {
+		return compiled, nil
+	}
+	compiled, err = r.compileWithOpen(ctx, cache, wasm)
+	if err != nil {
+		_ = cache.Close(context.Background())
+		// What the directory holds must never make a module fail: compile without it.
+		return r.compileWith(ctx, wazero.NewCompilationCache(), wasm)
+	}
+	return compiled, nil
+}
+
 func (r *Runtime) compileWith(ctx context.Context, cache wazero.CompilationCache, wasm []byte) (*compiledPlugin, error) {
+	compiled, err := r.compileWithOpen(ctx, cache, wasm)
+	if err != nil {
+		_ = cache.Close(context.Background())
+	}
+	return compiled, err
+}
+
+// compileWithOpen compiles wasm with cache, which it leaves open when it fails.
+func (r *Runtime) compileWithOpen(ctx context.Context, cache wazero.CompilationCache, wasm []byte) (*compiledPlugin, error) {
 	rc := wazero.NewRuntimeConfig().
 		WithCompilationCache(cache).
 		WithMemoryLimitPages(r.cfg.memoryPages()).
@@ -371,7 +408,6 @@ func (r *Runtime) compileWith(ctx context.Context, cache wazero.CompilationCache
 		// No AllowedHosts and no AllowedPaths: Extism denies every HTTP request and mounts nothing.
 	}, extism.PluginConfig{RuntimeConfig: rc, EnableWasi: true}, nil)
 	if err != nil {
-		_ = cache.Close(context.Background())
 		return nil, err
 	}
 	return &compiledPlugin{CompiledPlugin: compiled, cache: cache}, nil
@@ -407,4 +443,19 @@ func wazeroVersion() string {
 		}
 	}
 	return "unknown"
+}
+
+// Compile checks wasm and compiles it as it was built, into CacheDir, without instantiating it: no code of
+// the module runs. A process that compiles tenants' modules for others to run (osm-controller's plugin
+// compiler) uses it with NoSnapshot, so that a host with the same configuration finds the machine code.
+func (r *Runtime) Compile(ctx context.Context, name string, wasm []byte) error {
+	digest := Digest(wasm)
+	if _, err := r.check(name, digest, wasm); err != nil {
+		return err
+	}
+	compiled, err := r.compile(ctx, name, digest, startState{wasm: wasm, original: true})
+	if err != nil {
+		return err
+	}
+	return compiled.Close(ctx)
 }

@@ -47,7 +47,7 @@ func (r *Runtime) cachedSnapshot(digest string) ([]byte, guestEnv, bool) {
 // under its final name, so that a reader never finds a module without its environment.
 func (r *Runtime) cacheSnapshot(digest string, built []byte, env guestEnv) {
 	path := r.snapshotPath(digest)
-	if path == "" {
+	if path == "" || r.cfg.ReadOnlyCache {
 		return
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

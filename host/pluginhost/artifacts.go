@@ -1,0 +1,142 @@
+package pluginhost
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Artifacts maps each file of a compilation cache that a host reads code from (wazero's machine code, the
+// snapshots) to its "sha256:<hex>" digest, by slash-separated path relative to the cache directory. A
+// process that runs no guest code produced them (the build's precompile, the supervisor's compile process)
+// and the supervisor recorded them before any host ran: a host checks its cache against them before it
+// reads its first module (verifyArtifacts), so a file replaced since never runs.
+type Artifacts map[string]string
+
+// ArtifactsFile is the manifest the build's precompile writes at the top of the precompiled cache.
+const ArtifactsFile = "osm-artifacts.json"
+
+// artifactPath reports whether rel (slash-separated, relative to a cache directory) is a file a host reads
+// code from: wazero's machine code (wazero-<version>-<arch>-<os>/, nointerrupt/) and the snapshots
+// (osm-snapshots/). Outside: the tenants' caches (each checked on its own), the runtime's cache-hit markers
+// (empty files that only label a metric), and the files at the top (the build's stamp, the manifest).
+func artifactPath(rel string) bool {
+	top, rest, nested := strings.Cut(rel, "/")
+	return nested && rest != "" && (strings.HasPrefix(top, "wazero-") || top == "nointerrupt" || top == "osm-snapshots")
+}
+
+// hashArtifacts returns the artifacts under dir. A symbolic link (a seeded cache's entries: SeedCache) is
+// hashed as the file it names, which is what wazero reads.
+func hashArtifacts(dir string) (Artifacts, error) {
+	arts := Artifacts{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) && path == dir {
+				return fs.SkipAll
+			}
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if top, _, _ := strings.Cut(rel, "/"); rel != "." && !artifactPath(top+"/x") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !artifactPath(rel) {
+			return nil
+		}
+		sum, err := hashFile(path)
+		if err != nil {
+			return err
+		}
+		arts[rel] = sum
+		return nil
+	})
+	return arts, err
+}
+
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path) // follows a symbolic link
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = f.Close() }()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", fmt.Errorf("%s is not a regular file", path)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// verifyArtifacts checks that every artifact under dir is one of want, with the digest recorded for it. A
+// recorded file that is missing is no mismatch: the host compiles that module in its own memory, from bytes
+// whose digest it checked. The error names the first mismatched files.
+func verifyArtifacts(dir string, want Artifacts) error {
+	got, err := hashArtifacts(dir)
+	if err != nil {
+		return fmt.Errorf("reading the compilation cache %s: %w", dir, err)
+	}
+	var bad []string
+	for rel, sum := range got {
+		switch w, ok := want[rel]; {
+		case !ok:
+			bad = append(bad, rel+" (not recorded)")
+		case w != sum:
+			bad = append(bad, rel+" (digest "+sum+", recorded "+w+")")
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	if len(bad) > 3 {
+		bad = append(bad[:3], fmt.Sprintf("and %d more", len(bad)-3))
+	}
+	return fmt.Errorf("the compilation cache %s holds files that are not what was compiled: %s", dir, strings.Join(bad, "; "))
+}
+
+// ReadArtifacts reads the manifest the build's precompile wrote into the precompiled cache dir; none (a cache
+// from an older build) is an empty one, which makes a host ignore every file there.
+func ReadArtifacts(dir string) (Artifacts, error) {
+	b, err := os.ReadFile(filepath.Join(dir, ArtifactsFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Artifacts{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var arts Artifacts
+	if err := json.Unmarshal(b, &arts); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ArtifactsFile), err)
+	}
+	return arts, nil
+}
+
+// writeArtifacts records what dir holds in its manifest.
+func writeArtifacts(dir string) error {
+	arts, err := hashArtifacts(dir)
+	if err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(arts, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ArtifactsFile), append(b, '\n'), 0o644)
+}

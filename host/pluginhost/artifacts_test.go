@@ -1,0 +1,154 @@
+package pluginhost
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for rel, content := range files {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestVerifyArtifacts: a cache passes when every file a host reads code from has the digest recorded for it.
+func TestVerifyArtifacts(t *testing.T) {
+	compiled := map[string]string{
+		"wazero-v1-amd64-linux/aaaa": "A's code", "wazero-v1-amd64-linux/kernel": "kernel",
+		"osm-snapshots/v1/a.wasm": "snapshot", "stamp": "build", "osm-compiled/v1/marker": "",
+	}
+	for _, tt := range []struct {
+		name     string
+		change   func(t *testing.T, dir string)
+		mismatch string
+	}{
+		{"unchanged", func(*testing.T, string) {}, ""},
+		{"code replaced", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "B's code"})
+		}, "wazero-v1-amd64-linux/aaaa (digest"},
+		{"snapshot replaced", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"osm-snapshots/v1/a.wasm": "other"})
+		}, "osm-snapshots/v1/a.wasm (digest"},
+		{"entry added", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"nointerrupt/wazero-v1-amd64-linux/bbbb": "B's code"})
+		}, "nointerrupt/wazero-v1-amd64-linux/bbbb (not recorded)"},
+		{"entry removed: compiled in memory", func(t *testing.T, dir string) {
+			if err := os.Remove(filepath.Join(dir, "wazero-v1-amd64-linux/aaaa")); err != nil {
+				t.Fatal(err)
+			}
+		}, ""},
+		{"files no host reads code from", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"stamp": "other", "osm-compiled/v1/marker": "x", "tenants/bbbb/wazero-v1-amd64-linux/x": "y"})
+		}, ""},
+		{"entry replaced by a link to other code", func(t *testing.T, dir string) {
+			other := filepath.Join(t.TempDir(), "b")
+			writeFiles(t, filepath.Dir(other), map[string]string{"b": "B's code"})
+			p := filepath.Join(dir, "wazero-v1-amd64-linux/aaaa")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(other, p); err != nil {
+				t.Fatal(err)
+			}
+		}, "wazero-v1-amd64-linux/aaaa (digest"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, compiled)
+			arts, err := hashArtifacts(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(arts) != 3 {
+				t.Fatalf("recorded %v, want the 3 files holding code", arts)
+			}
+			tt.change(t, dir)
+			err = verifyArtifacts(dir, arts)
+			switch {
+			case tt.mismatch == "" && err != nil:
+				t.Errorf("verify: %v, want no mismatch", err)
+			case tt.mismatch != "" && (err == nil || !strings.Contains(err.Error(), tt.mismatch)):
+				t.Errorf("verify: %v, want a mismatch naming %q", err, tt.mismatch)
+			}
+		})
+	}
+}
+
+// TestAHostRefusesChangedCode: a tenant's host whose cache differs from the digests it was given ends before
+// it reads any module, with exitTampered, and says why; it never tells the supervisor it is ready.
+func TestAHostRefusesChangedCode(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "A's code"})
+	arts, err := hashArtifacts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "B's code"})
+	cfg, err := json.Marshal(HostConfig{CacheDir: dir, ReadOnlyCache: true, Artifacts: arts, Role: roleTenant, Landlock: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe)
+	cmd.Env = hostEnv(string(cfg))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(""), &stdout, &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitTampered {
+		t.Fatalf("host: %v, want exit status %d; stderr: %s", err, exitTampered, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("the host wrote %d bytes to the supervisor (want none: not even ready)", stdout.Len())
+	}
+	if !strings.Contains(stderr.String(), tamperedPrefix) || !strings.Contains(stderr.String(), "wazero-v1-amd64-linux/aaaa") {
+		t.Errorf("stderr %q: want the changed file named", stderr.String())
+	}
+}
+
+// TestEveryHostOfGuestCodeReadsTheCacheOnly: the supervisor starts every host that runs guest code (the
+// built-in one and a tenant's) with a read-only cache under Landlock and the digests to check it against.
+func TestEveryHostOfGuestCodeReadsTheCacheOnly(t *testing.T) {
+	s, err := New(Config{Host: HostConfig{CacheDir: t.TempDir(), Artifacts: Artifacts{"wazero-v1/x": "sha256:1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tenant := "sha256:" + strings.Repeat("ab", 32)
+	s.compiled[tenant] = Artifacts{"wazero-v1/y": "sha256:2"}
+	for key, want := range map[string]HostConfig{
+		builtinKey: {Role: roleBuiltin, CacheDir: BuiltinDir(s.cfg.Host.CacheDir), Artifacts: s.cfg.Host.Artifacts},
+		tenant:     {Role: roleTenant, CacheDir: s.tenantDir(tenant), Artifacts: s.compiled[tenant], NoSnapshot: true},
+	} {
+		hc := s.hostConfig(key)
+		if !hc.ReadOnlyCache || !hc.Landlock || hc.Role != want.Role || hc.CacheDir != want.CacheDir || hc.NoSnapshot != want.NoSnapshot ||
+			len(hc.Artifacts) != 1 || !equalArtifacts(hc.Artifacts, want.Artifacts) {
+			t.Errorf("%s host: %+v, want read-only under Landlock, %+v", key, hc, want)
+		}
+	}
+}
+
+func equalArtifacts(a, b Artifacts) bool {
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
