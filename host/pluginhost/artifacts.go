@@ -140,3 +140,65 @@ func writeArtifacts(dir string) error {
 	}
 	return os.WriteFile(filepath.Join(dir, ArtifactsFile), append(b, '\n'), 0o644)
 }
+
+// recordPath is where the supervisor keeps the artifacts of the tenant's module with the digest: beside the
+// module's cache directory, not in it, so that the module's compile process (which may write only that
+// directory) cannot write it, and no host (which may write nothing) can.
+func (s *Supervisor) recordPath(digest string) string {
+	return s.tenantDir(digest) + ".artifacts.json"
+}
+
+// record keeps arts, which the supervisor hashed after the module's compile process ended, for later
+// processes of the controller: without it each restart would compile every tenant's module again.
+func (s *Supervisor) record(digest string, arts Artifacts) error {
+	if s.cfg.Host.CacheDir == "" {
+		return nil
+	}
+	b, err := json.Marshal(arts)
+	if err != nil {
+		return err
+	}
+	path := s.recordPath(digest)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".record-*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if _, err := tmp.Write(b); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// recorded returns the record of the tenant's module when its cache directory holds exactly the files
+// recorded, each with its digest: a file changed, added or gone since means a compile, as without a record.
+func (s *Supervisor) recorded(digest string) (Artifacts, error) {
+	if s.cfg.Host.CacheDir == "" {
+		return nil, fs.ErrNotExist
+	}
+	b, err := os.ReadFile(s.recordPath(digest))
+	if err != nil {
+		return nil, err
+	}
+	var want Artifacts
+	if err := json.Unmarshal(b, &want); err != nil {
+		return nil, err
+	}
+	got, err := hashArtifacts(s.tenantDir(digest))
+	if err != nil {
+		return nil, err
+	}
+	if len(want) == 0 || len(got) != len(want) {
+		return nil, fmt.Errorf("the compilation cache of %s holds %d files, recorded %d", digest, len(got), len(want))
+	}
+	for rel, sum := range want {
+		if got[rel] != sum {
+			return nil, fmt.Errorf("the compilation cache of %s changed: %s", digest, rel)
+		}
+	}
+	return want, nil
+}

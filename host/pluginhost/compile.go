@@ -91,6 +91,16 @@ func (s *Supervisor) prepare(ctx context.Context, m Module) error {
 	if live {
 		return nil
 	}
+	if !ok {
+		// Compiled by an earlier process of the controller (or another sharing the cache): its record, once the
+		// directory still holds exactly what was recorded, spares a compile at every restart.
+		if arts, err := s.recorded(m.Digest); err == nil {
+			s.mu.Lock()
+			s.compiled[m.Digest] = arts
+			s.mu.Unlock()
+			return nil
+		}
+	}
 	if ok {
 		err := verifyArtifacts(s.tenantDir(m.Digest), arts)
 		if err == nil {
@@ -148,6 +158,9 @@ func (s *Supervisor) compile(m Module, c *compileState) {
 	c.err = err
 	if err == nil {
 		s.compiled[m.Digest] = arts
+		if err := s.record(m.Digest, arts); err != nil {
+			s.log.Info("could not record a tenant's compiled module; the next controller compiles it again", "plugin", m.Name, "digest", m.Digest, "cause", err.Error())
+		}
 		return
 	}
 	if runtime.ReasonOf(err) == runtime.ReasonInvalidModule {

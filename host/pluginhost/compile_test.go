@@ -301,3 +301,59 @@ func TestAHostCompilesWhatItsCacheLacksInMemory(t *testing.T) {
 		t.Errorf("A's host wrote its cache (%s: %v)", entryA, err)
 	}
 }
+
+// TestARestartedControllerReusesWhatItCompiled: a tenant's module compiled by one supervisor is not compiled
+// again by the next one on the same cache (a restarted controller, or another test process), as long as its
+// cache directory holds exactly what the record says; once a file there changes, the next supervisor compiles
+// it again and the module renders its own output.
+func TestARestartedControllerReusesWhatItCompiled(t *testing.T) {
+	cache := t.TempDir()
+	ctx := context.Background()
+	a, b := module("a", handwasm.Plugin(nil, handwasm.Output(5), 1)), module("b", handwasm.Plugin(nil, handwasm.Output(9), 1))
+	start := func() (*pluginhost.Supervisor, *prometheus.Registry) {
+		reg := prometheus.NewRegistry()
+		return newSupervisor(t, func(c *pluginhost.Config) { c.Host.CacheDir = cache; c.Registerer = reg }), reg
+	}
+	render := func(s *pluginhost.Supervisor, m pluginhost.Module) []byte {
+		t.Helper()
+		out, err := s.Call(ctx, m, abi.ExportRender, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", m.Name, err)
+		}
+		return out
+	}
+	first, reg := start()
+	outA, outB := render(first, a), render(first, b)
+	if n := counter(t, reg, "osm_plugin_host_starts_total", "compile"); n != 2 {
+		t.Fatalf("%v compile processes for two new modules, want 2", n)
+	}
+
+	second, reg := start()
+	if out := render(second, a); !bytes.Equal(out, outA) {
+		t.Fatalf("A on the next supervisor rendered %q, want %q", out, outA)
+	}
+	if n := counter(t, reg, "osm_plugin_host_starts_total", "compile"); n != 0 {
+		t.Errorf("the next supervisor ran %v compile processes for a module compiled and recorded before, want 0", n)
+	}
+
+	for _, s := range []*pluginhost.Supervisor{first, second} {
+		s.Unload(a.Digest)
+		waitFor(t, "A's host to stop", func() bool { return s.HostPID(a) == 0 })
+	}
+	fileA, fileB := ownEntry(t, filepath.Join(cache, "tenants", strings.TrimPrefix(a.Digest, "sha256:")),
+		filepath.Join(cache, "tenants", strings.TrimPrefix(b.Digest, "sha256:")))
+	code, err := os.ReadFile(fileB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fileA, code, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third, reg := start()
+	if out := render(third, a); !bytes.Equal(out, outA) {
+		t.Fatalf("A after its cached code was replaced by B's rendered %q, want its own %q (B's is %q)", out, outA, outB)
+	}
+	if n := counter(t, reg, "osm_plugin_host_starts_total", "compile"); n != 1 {
+		t.Errorf("%v compile processes for a module whose cached code changed since its record, want 1", n)
+	}
+}
