@@ -92,50 +92,53 @@ func (r *registration) check(ctx context.Context) error {
 }
 
 func (r *registration) ensureValidating(ctx context.Context, ca []byte) error {
-	want := r.validating.DeepCopy()
-	for i := range want.Webhooks {
-		want.Webhooks[i].ClientConfig.CABundle = ca
-		defaultValidating(&want.Webhooks[i])
+	hooks := func(o client.Object) *[]admissionregistrationv1.ValidatingWebhook {
+		return &o.(*admissionregistrationv1.ValidatingWebhookConfiguration).Webhooks
 	}
-	live := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	err := r.reader.Get(ctx, client.ObjectKeyFromObject(want), live)
-	if kerrors.IsNotFound(err) {
-		r.log.Info("creating the validating webhook configuration", "name", want.Name)
-		return r.writer.Create(ctx, want, client.FieldOwner(fieldOwner))
+	prep := func(w *admissionregistrationv1.ValidatingWebhook) {
+		w.ClientConfig.CABundle = ca
+		defaultMatching(&w.MatchPolicy, &w.NamespaceSelector, &w.ObjectSelector)
 	}
-	if err != nil {
-		return err
-	}
-	if equality.Semantic.DeepEqual(live.Webhooks, want.Webhooks) && !injectedByCertManager(live) {
-		return nil
-	}
-	live.Webhooks = want.Webhooks
-	delete(live.Annotations, annotationInjectCA)
-	r.log.Info("registering the validating webhooks", "name", live.Name, "ca", caSubject(ca))
-	return r.writer.Update(ctx, live, client.FieldOwner(fieldOwner))
+	return ensureConfig(ctx, r, ca, r.validating.DeepCopy(), &admissionregistrationv1.ValidatingWebhookConfiguration{}, hooks, prep)
 }
 
 func (r *registration) ensureMutating(ctx context.Context, ca []byte) error {
-	want := r.mutating.DeepCopy()
-	for i := range want.Webhooks {
-		want.Webhooks[i].ClientConfig.CABundle = ca
-		defaultMutating(&want.Webhooks[i])
+	hooks := func(o client.Object) *[]admissionregistrationv1.MutatingWebhook {
+		return &o.(*admissionregistrationv1.MutatingWebhookConfiguration).Webhooks
 	}
-	live := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	prep := func(w *admissionregistrationv1.MutatingWebhook) {
+		w.ClientConfig.CABundle = ca
+		defaultMatching(&w.MatchPolicy, &w.NamespaceSelector, &w.ObjectSelector)
+	}
+	return ensureConfig(ctx, r, ca, r.mutating.DeepCopy(), &admissionregistrationv1.MutatingWebhookConfiguration{}, hooks, prep)
+}
+
+// ensureConfig makes live's webhooks equal to want's, after prep (the CA and the API server's defaults) ran on
+// each of want's. The two kinds of configuration differ only in their webhook type, which hooks reaches.
+// A missing configuration is created: deploy/webhooks ships both, and its RBAC grants update only, so the
+// create serves `make run` and the tests, where the controller's credentials may create.
+func ensureConfig[W any](ctx context.Context, r *registration, ca []byte, want, live client.Object,
+	hooks func(client.Object) *[]W, prep func(*W)) error {
+	wanted := hooks(want)
+	for i := range *wanted {
+		prep(&(*wanted)[i])
+	}
+	kind := configKind(want)
 	err := r.reader.Get(ctx, client.ObjectKeyFromObject(want), live)
 	if kerrors.IsNotFound(err) {
-		r.log.Info("creating the mutating webhook configuration", "name", want.Name)
+		r.log.Info("creating the webhook configuration", "kind", kind, "name", want.GetName())
 		return r.writer.Create(ctx, want, client.FieldOwner(fieldOwner))
 	}
 	if err != nil {
 		return err
 	}
-	if equality.Semantic.DeepEqual(live.Webhooks, want.Webhooks) && !injectedByCertManager(live) {
+	registered := hooks(live)
+	if equality.Semantic.DeepEqual(*registered, *wanted) && !injectedByCertManager(live) {
 		return nil
 	}
-	live.Webhooks = want.Webhooks
-	delete(live.Annotations, annotationInjectCA)
-	r.log.Info("registering the mutating webhook", "name", live.Name, "ca", caSubject(ca))
+	*registered = *wanted
+	delete(live.GetAnnotations(), annotationInjectCA)
+	r.log.Info("registering the admission webhooks", "kind", kind, "name", live.GetName(), "ca", caSubject(ca))
 	return r.writer.Update(ctx, live, client.FieldOwner(fieldOwner))
 }
 
@@ -144,29 +147,17 @@ func injectedByCertManager(o metav1.Object) bool {
 	return ok
 }
 
-// defaultValidating and defaultMutating set what the API server defaults, so that a registered configuration
-// compares equal to the wanted one and is not written again on every check.
-func defaultValidating(w *admissionregistrationv1.ValidatingWebhook) {
-	if w.MatchPolicy == nil {
-		w.MatchPolicy = ptr.To(admissionregistrationv1.Equivalent)
+// defaultMatching sets what the API server defaults in a webhook of either kind, so that a registered
+// configuration compares equal to the wanted one and is not written again on every check.
+func defaultMatching(policy **admissionregistrationv1.MatchPolicyType, namespaces, objects **metav1.LabelSelector) {
+	if *policy == nil {
+		*policy = ptr.To(admissionregistrationv1.Equivalent)
 	}
-	if w.NamespaceSelector == nil {
-		w.NamespaceSelector = &metav1.LabelSelector{}
+	if *namespaces == nil {
+		*namespaces = &metav1.LabelSelector{}
 	}
-	if w.ObjectSelector == nil {
-		w.ObjectSelector = &metav1.LabelSelector{}
-	}
-}
-
-func defaultMutating(w *admissionregistrationv1.MutatingWebhook) {
-	if w.MatchPolicy == nil {
-		w.MatchPolicy = ptr.To(admissionregistrationv1.Equivalent)
-	}
-	if w.NamespaceSelector == nil {
-		w.NamespaceSelector = &metav1.LabelSelector{}
-	}
-	if w.ObjectSelector == nil {
-		w.ObjectSelector = &metav1.LabelSelector{}
+	if *objects == nil {
+		*objects = &metav1.LabelSelector{}
 	}
 }
 

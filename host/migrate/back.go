@@ -170,7 +170,11 @@ func (p *Plan) osmObjects(ctx context.Context, c client.Client) error {
 		if err := c.List(ctx, l.list, client.InNamespace(l.ns), marked); err != nil {
 			return fmt.Errorf("listing OSM's %T in %s: %w", l.list, l.ns, err)
 		}
-		for _, o := range items(l.list) {
+		objs, err := items(l.list)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
 			p.Actions = append(p.Actions, Action{Verb: "delete", Object: o, Why: l.why(o)})
 		}
 	}
@@ -278,31 +282,21 @@ func (p *Plan) Apply(ctx context.Context, c client.Client, log func(string)) err
 	return nil
 }
 
-func items(l client.ObjectList) []client.Object {
-	var out []client.Object
-	switch l := l.(type) {
-	case *corev1.SecretList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *osmv1alpha1.OperatingSystemConfigList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *rbacv1.RoleBindingList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *rbacv1.RoleList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
-	case *corev1.ServiceAccountList:
-		for i := range l.Items {
-			out = append(out, &l.Items[i])
-		}
+// items returns a list's items as objects.
+func items(l client.ObjectList) ([]client.Object, error) {
+	objs, err := meta.ExtractList(l)
+	if err != nil {
+		return nil, err
 	}
-	return out
+	out := make([]client.Object, 0, len(objs))
+	for _, o := range objs {
+		co, ok := o.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("%T holds a %T, which is not an API object", l, o)
+		}
+		out = append(out, co)
+	}
+	return out, nil
 }
 
 func kindOf(o client.Object) string {
