@@ -24,28 +24,7 @@ func TestMigrationGuideDiff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	commands := 0
-	for _, line := range strings.Split(string(guide), "\n") {
-		if !strings.HasPrefix(line, "osmctl ") {
-			continue
-		}
-		commands++
-		line, _, _ = strings.Cut(line, "#")
-		line, _, _ = strings.Cut(line, ">")
-		args, err := shellWords(strings.TrimPrefix(line, "osmctl "))
-		if err != nil {
-			t.Fatal(err)
-		}
-		root := newRootCommand(&globals{})
-		cmd, rest, err := root.Find(args)
-		if err != nil || cmd == root {
-			t.Errorf("%q: no such command (%v)", line, err)
-			continue
-		}
-		if err := cmd.ParseFlags(rest); err != nil {
-			t.Errorf("%q: %v", line, err)
-		}
-	}
+	commands := checkGuideCommands(t, string(guide), false)
 	if commands < 4 {
 		t.Errorf("the guide shows %d osmctl commands, want the diff step and the way back", commands)
 	}
