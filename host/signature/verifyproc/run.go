@@ -98,21 +98,34 @@ func (v *Verifier) Verify(ctx context.Context, client *oci.Client, art *oci.Arti
 	if err == nil {
 		resp, err = v.run.Run(ctx, &Request{Version: Version, Trust: *t, Evidence: *ev})
 	}
+	if err == nil {
+		err = check(resp)
+	}
 	switch {
 	case err != nil:
 		return fmt.Errorf("plugin %s: verifying its signatures under the plugin verification policy %s (%s): %w", art.Reference, t.Policy, t.Rule.Name, err)
-	case resp.Error != "":
-		return fmt.Errorf("plugin verification policy %s (%s): %s", t.Policy, t.Rule.Name, resp.Error)
 	case resp.Refusal != nil && t.Rule.Mode == policy.ModeWarn:
 		v.run.Log.Info("plugin signature not verified; loading it anyway (mode warn)", "image", art.Reference, "policy", t.Policy,
 			"rule", t.Rule.Name, "reason", resp.Refusal.Reason, "detail", resp.Refusal.Detail)
 		return nil
 	case resp.Refusal != nil:
 		return refuse(resp.Refusal.Reason, resp.Refusal.Detail)
-	case resp.Authority == "":
-		return fmt.Errorf("plugin %s: the plugin verifier answered neither an authority nor a refusal", art.Reference)
 	}
 	v.run.Log.V(1).Info("plugin signature verified", "image", art.Reference, "policy", t.Policy, "rule", t.Rule.Name, "authority", resp.Authority)
+	return nil
+}
+
+// check returns an error unless resp is a refusal or an acceptance: a verifier that could not use the trust
+// material, or answered neither, accepted nothing.
+func check(resp *Response) error {
+	switch {
+	case resp.Error != "":
+		return errors.New(resp.Error)
+	case resp.Refusal != nil:
+		return nil
+	case resp.Authority == "":
+		return errors.New("the plugin verifier answered neither an authority nor a refusal")
+	}
 	return nil
 }
 
@@ -227,20 +240,24 @@ func (r *Runner) path() (string, error) {
 	return "", fmt.Errorf("no plugin verifier: %s is not beside %s (-plugin-verifier or %s names it elsewhere)", Executable, exe, EnvPath)
 }
 
-// capped keeps the first max bytes written to it and notes that more came.
+// capped keeps the first max bytes written to it and notes that more came. (Not an embedded bytes.Buffer:
+// io.Copy would use its ReadFrom and bypass the bound.)
 type capped struct {
-	bytes.Buffer
+	buf  bytes.Buffer
 	max  int
 	over bool
 }
 
 func (c *capped) Write(p []byte) (int, error) {
-	if room := c.max - c.Len(); len(p) > room {
+	if room := c.max - c.buf.Len(); len(p) > room {
 		c.over = true
 		if room > 0 {
-			c.Buffer.Write(p[:room])
+			c.buf.Write(p[:room])
 		}
 		return len(p), nil
 	}
-	return c.Buffer.Write(p)
+	return c.buf.Write(p)
 }
+
+func (c *capped) Bytes() []byte  { return c.buf.Bytes() }
+func (c *capped) String() string { return c.buf.String() }
