@@ -2,6 +2,7 @@ package verifyproc
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,5 +67,30 @@ func TestRequestBound(t *testing.T) {
 	req := &Request{Version: Version, Evidence: Evidence{Legacy: []Legacy{{Payload: make([]byte, MaxRequest)}}}}
 	if _, err := r.Run(context.Background(), req); err == nil || !strings.Contains(err.Error(), "more than") {
 		t.Errorf("Run() of an oversized request = %v, want it refused", err)
+	}
+}
+
+// TestVerifierBounds: the verifier process runs with the RLIMIT_AS, the nice value and the environment the
+// controller gives it, whatever the controller's own: a script reports them as a refusal's detail.
+func TestVerifierBounds(t *testing.T) {
+	t.Setenv("OSM_TEST_SECRET", "must not reach the verifier")
+	p := filepath.Join(t.TempDir(), "report")
+	body := `#!/bin/sh
+cat >/dev/null
+nice=$(cut -d' ' -f19 /proc/$$/stat)
+printf '{"version":1,"refusal":{"reason":"report","detail":"as=%s nice=%s env=%s"}}\n' "$(ulimit -v)" "$nice" "$(env | grep -v '^PWD=\|^SHLVL=\|^_=' | sort | tr '\n' ' ')"
+`
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := &Runner{Path: p, AddressSpace: 1 << 30, Log: logr.Discard()}
+	resp, err := r.Run(context.Background(), &Request{Version: Version})
+	if err != nil || resp.Refusal == nil {
+		t.Fatalf("Run() = %+v, %v", resp, err)
+	}
+	t.Logf("the verifier reports %s", resp.Refusal.Detail)
+	want := fmt.Sprintf("as=%d nice=%d env=%s=1 ", (1<<30)>>10, DefaultNice, EnvServe)
+	if got := resp.Refusal.Detail; !strings.HasPrefix(got, want[:strings.Index(want, "env=")]) || !strings.Contains(got, EnvServe+"=1") || strings.Contains(got, "OSM_TEST_SECRET") {
+		t.Errorf("the verifier ran with %q, want %q (and nothing of the controller's environment)", got, want)
 	}
 }
