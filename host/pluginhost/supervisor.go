@@ -39,6 +39,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -256,7 +257,10 @@ type Supervisor struct {
 	// compiled holds the digests of the files each tenant's module's compile process wrote (compile.go),
 	// recorded before any host ran from them; compiles are the compile processes in flight, compileFailed
 	// the modules that do not compile, and compileSlots and nsCompiles bound the compile processes alive.
-	compiled      map[string]Artifacts
+	compiled map[string]Artifacts
+	// builtinStamps are the stamps of the built-in host's cache (BuiltinDir), taken once in the background
+	// after New; nil until then (a host started before checks every file by its digest).
+	builtinStamps atomic.Pointer[Stamps]
 	compiles      map[string]*compileState
 	compileFailed map[string]error
 	compileSlots  chan struct{}
@@ -302,6 +306,12 @@ func New(cfg Config) (*Supervisor, error) {
 			return nil, err
 		}
 		s.cfg.Host.CacheDir = s.scratch
+	}
+	if len(cfg.Host.Artifacts) > 0 {
+		go func() {
+			stamps := stampArtifacts(BuiltinDir(s.cfg.Host.CacheDir), cfg.Host.Artifacts)
+			s.builtinStamps.Store(&stamps)
+		}()
 	}
 	return s, nil
 }
