@@ -176,7 +176,7 @@ func (r *Runner) Run(ctx context.Context, req *Request) (*Response, error) {
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("the plugin verifier did not answer within %s", timeout)
 	case err != nil:
-		return nil, fmt.Errorf("the plugin verifier failed: %v: %s", err, Truncate(stderr.String()))
+		return nil, fmt.Errorf("the plugin verifier failed: %w: %s", err, Truncate(stderr.String()))
 	case werr != nil:
 		return nil, fmt.Errorf("writing to the plugin verifier: %w", werr)
 	case stdout.over:
