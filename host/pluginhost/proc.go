@@ -153,9 +153,8 @@ func (s *Supervisor) startProc(key string, m Module) (*proc, error) {
 func (s *Supervisor) hostConfig(key string) HostConfig {
 	hc := s.cfg.Host
 	hc.Role, hc.CacheDir = roleBuiltin, BuiltinDir(hc.CacheDir)
-	if stamps := s.builtinStamps.Load(); stamps != nil {
-		hc.Stamps = *stamps
-	}
+	s.stampOnce.Do(s.stampBuiltins)
+	hc.Stamps = s.builtinStamps
 	if key != builtinKey {
 		// The module as its compile process compiled it: as it was built, not snapshotted (snapshotting runs
 		// the module's code, which no process that writes the cache may do).

@@ -39,7 +39,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -258,9 +257,11 @@ type Supervisor struct {
 	// recorded before any host ran from them; compiles are the compile processes in flight, compileFailed
 	// the modules that do not compile, and compileSlots and nsCompiles bound the compile processes alive.
 	compiled map[string]Artifacts
-	// builtinStamps are the stamps of the built-in host's cache (BuiltinDir), taken once in the background
-	// after New; nil until then (a host started before checks every file by its digest).
-	builtinStamps atomic.Pointer[Stamps]
+	// builtinStamps are the stamps of the built-in host's cache (BuiltinDir), taken once: in the background
+	// from New, and a built-in host that starts before they are taken waits for them rather than hash the
+	// same files a second time.
+	stampOnce     sync.Once
+	builtinStamps Stamps
 	compiles      map[string]*compileState
 	compileFailed map[string]error
 	compileSlots  chan struct{}
@@ -307,13 +308,15 @@ func New(cfg Config) (*Supervisor, error) {
 		}
 		s.cfg.Host.CacheDir = s.scratch
 	}
-	if len(cfg.Host.Artifacts) > 0 {
-		go func() {
-			stamps := stampArtifacts(BuiltinDir(s.cfg.Host.CacheDir), cfg.Host.Artifacts)
-			s.builtinStamps.Store(&stamps)
-		}()
-	}
+	go s.stampOnce.Do(s.stampBuiltins)
 	return s, nil
+}
+
+// stampBuiltins takes the stamps of the built-in host's cache (Stamp).
+func (s *Supervisor) stampBuiltins() {
+	if len(s.cfg.Host.Artifacts) > 0 {
+		s.builtinStamps = stampArtifacts(BuiltinDir(s.cfg.Host.CacheDir), s.cfg.Host.Artifacts)
+	}
 }
 
 // Load loads m into its host and returns what it declared.
