@@ -257,9 +257,10 @@ type Supervisor struct {
 	// recorded before any host ran from them; compiles are the compile processes in flight, compileFailed
 	// the modules that do not compile, and compileSlots and nsCompiles bound the compile processes alive.
 	compiled map[string]Artifacts
-	// builtinStamps are the stamps of the built-in host's cache (BuiltinDir), taken once: in the background
-	// from New, and a built-in host that starts before they are taken waits for them rather than hash the
-	// same files a second time.
+	// builtinStamps are the stamps of the built-in host's cache (BuiltinDir), taken once, when the first
+	// built-in host starts (with s.mu held: once per supervisor, where that host would have hashed them).
+	// Taking them in the background from New competed with the controller's own start for the CPU and
+	// delayed the first render (make bench-compare at N=1).
 	stampOnce     sync.Once
 	builtinStamps Stamps
 	compiles      map[string]*compileState
@@ -308,7 +309,6 @@ func New(cfg Config) (*Supervisor, error) {
 		}
 		s.cfg.Host.CacheDir = s.scratch
 	}
-	go s.stampOnce.Do(s.stampBuiltins)
 	return s, nil
 }
 
