@@ -31,6 +31,7 @@ import (
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/signature/verifyproc"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -135,6 +136,8 @@ type pluginFlags struct {
 	host       hostFlags
 	// verificationPolicy is -plugin-verification-policy (package signature).
 	verificationPolicy string
+	// verifier is -plugin-verifier (package verifyproc).
+	verifier string
 }
 
 // hostFlags bound the plugin host process (package pluginhost).
@@ -163,6 +166,7 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.IntVar(&p.maxLoaded, "plugin-max-loaded", plugin.DefaultMaxLoadedModules, "Most plugin modules kept loaded (~30 MiB each); beyond it the least recently used idle one is unloaded.")
 	fs.DurationVar(&p.idle, "plugin-idle-timeout", plugin.DefaultIdleTimeout, "Unload a plugin module no render used for this long.")
 	fs.DurationVar(&p.pull, "plugin-pull-timeout", plugin.DefaultPullTimeout, "Longest a plugin image pull may take, every byte included.")
+	fs.StringVar(&p.verifier, "plugin-verifier", os.Getenv(verifyproc.EnvPath), "The executable that verifies plugin signatures under -plugin-verification-policy, started for each verification. Default: $"+verifyproc.EnvPath+", else "+verifyproc.Executable+" beside this executable (the image ships it).")
 	fs.StringVar(&p.verificationPolicy, "plugin-verification-policy", "", "Name of a ConfigMap in -namespace whose policy.yaml says which plugin images must be signed by whom; a refused module is never loaded (docs/security.md). Empty: no verification, as upstream.")
 }
 
@@ -336,6 +340,7 @@ func run(f *flags) error {
 		BootstrapTokenTTL:         f.bootstrapTokenTTL,
 		RolloutMaxConcurrent:      f.rolloutMaxConcurrent, RolloutWindow: f.rolloutWindow,
 		PluginVerificationPolicy: f.plugins.verificationPolicy,
+		PluginVerifier:           f.plugins.verifier,
 		MetricsAddress:           f.metricsAddress, HealthProbeAddress: f.healthProbeAddress, PprofAddress: f.pprofAddress, LeaderElect: f.leaderElect,
 		Webhook: webhookOpts, WebhookServing: serving,
 		Build: build.Short(), Logger: log,

@@ -156,6 +156,7 @@ func runWebhook(f *webhookFlags) error {
 	mgr, err := app.NewWebhookServer(app.WebhookOptions{
 		Config: cfg, Settings: settings, Builtins: plugins.Builtin(), Plugins: pcfg, Defaults: defaults,
 		PluginVerificationPolicy: f.plugins.verificationPolicy,
+		PluginVerifier:           f.plugins.verifier,
 		Webhook:                  webhook.Options{Port: f.port, CertDir: f.certDir},
 		MetricsAddress:           f.metricsAddress, HealthProbeAddress: f.probeAddress, LeaderElect: f.leaderElect,
 		Logger: log,

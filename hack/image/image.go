@@ -30,8 +30,10 @@ const (
 	WebhookPath    = "/usr/local/bin/webhook"
 	OsmctlPath     = "/usr/local/bin/osmctl"
 	// HostPath is the dedicated plugin host, next to the controller, where the controller looks for it.
-	HostPath    = "/usr/local/bin/osm-plugin-host"
-	CACertsPath = "/etc/ssl/certs/ca-certificates.crt"
+	HostPath = "/usr/local/bin/osm-plugin-host"
+	// VerifierPath is the plugin signature verifier, next to the controller, where the controller looks for it.
+	VerifierPath = "/usr/local/bin/osm-plugin-verify"
+	CACertsPath  = "/etc/ssl/certs/ca-certificates.crt"
 	// NonRoot is the image's user (distroless's nonroot).
 	NonRoot = "65532"
 )
@@ -50,12 +52,13 @@ type Options struct {
 	Created time.Time
 }
 
-// Binaries builds osm-controller, osmctl and osm-plugin-host for the image into dir: static (CGO off), trimmed, with the version
+// Binaries builds osm-controller, osmctl, osm-plugin-host and osm-plugin-verify for the image into dir: static (CGO off), trimmed, with the version
 // and the VCS revision stamped. The default plugins must be built first (hack/build-plugins.sh): the controller
 // embeds them.
 func Binaries(o Options, dir string) (map[string]string, error) {
 	out := map[string]string{}
-	for name, pkg := range map[string]string{"osm-controller": "./cmd/osm-controller", "osmctl": "./cmd/osmctl", "osm-plugin-host": "./cmd/osm-plugin-host"} {
+	for name, pkg := range map[string]string{"osm-controller": "./cmd/osm-controller", "osmctl": "./cmd/osmctl", "osm-plugin-host": "./cmd/osm-plugin-host",
+		"osm-plugin-verify": "./cmd/osm-plugin-verify"} {
 		bin := filepath.Join(dir, name)
 		cmd := exec.Command("go", "build", "-trimpath", "-buildvcs=true",
 			"-ldflags", "-s -w -X github.com/osmhq/osm/host/buildinfo.Version="+o.Version, "-o", bin, pkg)
@@ -102,7 +105,8 @@ func Image(o Options, bins map[string]string) (*Built, error) {
 	if err := dir(PrecompiledPath[1:], 0o755); err != nil {
 		return nil, err
 	}
-	for _, b := range []struct{ path, bin string }{{ControllerPath, bins["osm-controller"]}, {OsmctlPath, bins["osmctl"]}, {HostPath, bins["osm-plugin-host"]}} {
+	for _, b := range []struct{ path, bin string }{{ControllerPath, bins["osm-controller"]}, {OsmctlPath, bins["osmctl"]}, {HostPath, bins["osm-plugin-host"]},
+		{VerifierPath, bins["osm-plugin-verify"]}} {
 		data, err := os.ReadFile(b.bin)
 		if err != nil {
 			return nil, err

@@ -20,10 +20,14 @@ import (
 
 	"github.com/go-logr/logr/testr"
 
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/pluginhost"
+	"github.com/osmhq/osm/host/signature/policy"
+	"github.com/osmhq/osm/host/signature/verifyproc"
 	sdkruntime "github.com/osmhq/osm/sdk/runtime"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"oras.land/oras-go/v2/content"
 	"oras.land/oras-go/v2/registry/remote"
@@ -99,8 +103,8 @@ func TestImage(t *testing.T) {
 		mode int64
 	}{
 		"usr/local/bin/osm-controller": {tar.TypeReg, 0o755}, "usr/local/bin/osmctl": {tar.TypeReg, 0o755},
-		"usr/local/bin/osm-plugin-host": {tar.TypeReg, 0o755},
-		"usr/local/bin/webhook":         {tar.TypeSymlink, 0o777}, "etc/ssl/certs/ca-certificates.crt": {tar.TypeReg, 0o644},
+		"usr/local/bin/osm-plugin-host": {tar.TypeReg, 0o755}, "usr/local/bin/osm-plugin-verify": {tar.TypeReg, 0o755},
+		"usr/local/bin/webhook": {tar.TypeSymlink, 0o777}, "etc/ssl/certs/ca-certificates.crt": {tar.TypeReg, 0o644},
 		"etc/passwd": {tar.TypeReg, 0o644}, "tmp/": {tar.TypeDir, 0o1777},
 	} {
 		f, ok := files[path]
@@ -137,7 +141,24 @@ func TestImage(t *testing.T) {
 		t.Errorf("osmctl version from the image: %q (%v)", out, err)
 	}
 	hostFromTheImage(t, files, dir)
+	verifierFromTheImage(t, files, dir)
 	t.Logf("image %s: layer %d bytes compressed", b.ManifestDesc.Digest, m.Layers[0].Size)
+}
+
+// verifierFromTheImage has the image's signature verifier, beside the controller as the controller finds it,
+// answer a request: an artifact with no signature under an enforcing rule is refused as SignatureMissing.
+func verifierFromTheImage(t *testing.T, files map[string]tarFile, dir string) {
+	t.Helper()
+	bin := filepath.Join(dir, verifyproc.Executable)
+	if err := os.WriteFile(bin, files[VerifierPath[1:]].data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	req := &verifyproc.Request{Version: verifyproc.Version, Trust: policy.Trust{Policy: "osm-system/p", Rule: policy.Rule{Name: "r", Mode: policy.ModeEnforce}},
+		Evidence: verifyproc.Evidence{Reference: "registry.test/osm/x@sha256:" + strings.Repeat("0", 64), ManifestDigest: digest.Digest("sha256:" + strings.Repeat("0", 64))}}
+	resp, err := (&verifyproc.Runner{Path: bin}).Run(context.Background(), req)
+	if err != nil || resp.Refusal == nil || resp.Refusal.Reason != osmv1alpha1.ReasonSignatureMissing {
+		t.Errorf("the image's verifier answered %+v, %v; want a SignatureMissing refusal", resp, err)
+	}
 }
 
 // hostFromTheImage runs the image's plugin host with the image's precompiled default plugins, as a pod does:

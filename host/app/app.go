@@ -89,6 +89,9 @@ type Options struct {
 	// images must be signed by whom (-plugin-verification-policy; package signature, docs/security.md). Empty
 	// verifies nothing, as upstream.
 	PluginVerificationPolicy string
+	// PluginVerifier is the executable that verifies signatures (-plugin-verifier); default: osm-plugin-verify
+	// beside this process's executable (package verifyproc).
+	PluginVerifier string
 	// InProcessRestart allows a second controller in the same process, as tests that restart it need;
 	// controller-runtime otherwise refuses duplicate controller names.
 	InProcessRestart bool
@@ -159,7 +162,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()),
-		Verification: verification(mgr.GetAPIReader(), o.Settings.Namespace, o.PluginVerificationPolicy, o.Logger.WithName("signature"))}
+		Verification: verification(mgr.GetAPIReader(), o.Settings.Namespace, o.PluginVerificationPolicy, o.PluginVerifier, o.Logger.WithName("signature"))}
 	settings := o.Settings
 	auth, hosts, err := registryCredentials(ctx, worker.GetAPIReader(), o.RegistryCredentialsSecret)
 	if err != nil {

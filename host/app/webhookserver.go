@@ -42,6 +42,8 @@ type WebhookOptions struct {
 	MetricsAddress, HealthProbeAddress string
 	// PluginVerificationPolicy is Options.PluginVerificationPolicy: reviews load no module the policy refuses.
 	PluginVerificationPolicy string
+	// PluginVerifier is Options.PluginVerifier.
+	PluginVerifier string
 	// LeaderElect enables leader election in Settings.Namespace; it changes nothing for serving.
 	LeaderElect bool
 	// Logger is the root logger.
@@ -73,7 +75,7 @@ func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
 	}
 	// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
 	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()), WaitForPulls: true,
-		Verification: verification(mgr.GetAPIReader(), o.Settings.Namespace, o.PluginVerificationPolicy, o.Logger.WithName("signature"))}
+		Verification: verification(mgr.GetAPIReader(), o.Settings.Namespace, o.PluginVerificationPolicy, o.PluginVerifier, o.Logger.WithName("signature"))}
 	if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: o.Settings, Shipped: o.Defaults}); err != nil {
 		return nil, err
 	}

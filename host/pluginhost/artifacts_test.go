@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +40,24 @@ func TestVerifyArtifacts(t *testing.T) {
 		{"code replaced", func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "B's code"})
 		}, "wazero-v1-amd64-linux/aaaa (digest"},
+		{"code rewritten in place, its modification time set back", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "wazero-v1-amd64-linux/aaaa")
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte("B"), 0); err != nil {
+				t.Fatal(err)
+			}
+			_ = f.Close()
+			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+				t.Fatal(err)
+			}
+		}, "wazero-v1-amd64-linux/aaaa (digest"},
 		{"snapshot replaced", func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]string{"osm-snapshots/v1/a.wasm": "other"})
 		}, "osm-snapshots/v1/a.wasm (digest"},
@@ -65,25 +84,62 @@ func TestVerifyArtifacts(t *testing.T) {
 			}
 		}, "wazero-v1-amd64-linux/aaaa (digest"},
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			writeFiles(t, dir, compiled)
-			arts, err := hashArtifacts(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(arts) != 3 {
-				t.Fatalf("recorded %v, want the 3 files holding code", arts)
-			}
-			tt.change(t, dir)
-			err = verifyArtifacts(dir, arts)
-			switch {
-			case tt.mismatch == "" && err != nil:
-				t.Errorf("verify: %v, want no mismatch", err)
-			case tt.mismatch != "" && (err == nil || !strings.Contains(err.Error(), tt.mismatch)):
-				t.Errorf("verify: %v, want a mismatch naming %q", err, tt.mismatch)
-			}
-		})
+		// Each case twice: hashing every file, and with the supervisor's stamps taken before the change
+		// (Stamp): a stamped file that changed is hashed again, so the verdicts are the same.
+		for _, stamped := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/stamped=%t", tt.name, stamped), func(t *testing.T) {
+				dir := t.TempDir()
+				writeFiles(t, dir, compiled)
+				arts, err := hashArtifacts(dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(arts) != 3 {
+					t.Fatalf("recorded %v, want the 3 files holding code", arts)
+				}
+				var stamps Stamps
+				if stamped {
+					if stamps = stampArtifacts(dir, arts); len(stamps) != 3 {
+						t.Fatalf("stamped %v, want the 3 files holding code", stamps)
+					}
+				}
+				tt.change(t, dir)
+				err = verifyArtifacts(dir, arts, stamps)
+				switch {
+				case tt.mismatch == "" && err != nil:
+					t.Errorf("verify: %v, want no mismatch", err)
+				case tt.mismatch != "" && (err == nil || !strings.Contains(err.Error(), tt.mismatch)):
+					t.Errorf("verify: %v, want a mismatch naming %q", err, tt.mismatch)
+				}
+			})
+		}
+	}
+}
+
+// TestStampsSpareTheHash: a file whose stamp is unchanged is not read again: its digest is the stamp's. A
+// stamp carrying a wrong digest shows it (a mismatch although the file is as recorded); once the file is
+// written, its stamp no longer matches and it is hashed.
+func TestStampsSpareTheHash(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "A's code"})
+	arts, err := hashArtifacts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamps := stampArtifacts(dir, arts)
+	st := stamps["wazero-v1-amd64-linux/aaaa"]
+	st.Digest = "sha256:0000"
+	stamps["wazero-v1-amd64-linux/aaaa"] = st
+	if err := verifyArtifacts(dir, arts, stamps); err == nil || !strings.Contains(err.Error(), "sha256:0000") {
+		t.Errorf("verify with a stamp's digest of its own: %v, want the stamp's digest taken", err)
+	}
+	writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "A's code"})
+	if err := verifyArtifacts(dir, arts, stamps); err != nil {
+		t.Errorf("verify after the file was written: %v, want it hashed (and as recorded)", err)
+	}
+	// Nothing is stamped that does not have the recorded digest.
+	if got := stampArtifacts(dir, Artifacts{"wazero-v1-amd64-linux/aaaa": "sha256:0000"}); len(got) != 0 {
+		t.Errorf("stamped %v against another digest, want nothing", got)
 	}
 }
 

@@ -102,7 +102,7 @@ func (s *Supervisor) prepare(ctx context.Context, m Module) error {
 		}
 	}
 	if ok {
-		err := verifyArtifacts(s.tenantDir(m.Digest), arts)
+		err := verifyArtifacts(s.tenantDir(m.Digest), arts, nil)
 		if err == nil {
 			return nil
 		}

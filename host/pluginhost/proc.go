@@ -153,10 +153,12 @@ func (s *Supervisor) startProc(key string, m Module) (*proc, error) {
 func (s *Supervisor) hostConfig(key string) HostConfig {
 	hc := s.cfg.Host
 	hc.Role, hc.CacheDir = roleBuiltin, BuiltinDir(hc.CacheDir)
+	s.stampOnce.Do(s.stampBuiltins)
+	hc.Stamps = s.builtinStamps
 	if key != builtinKey {
 		// The module as its compile process compiled it: as it was built, not snapshotted (snapshotting runs
 		// the module's code, which no process that writes the cache may do).
-		hc.Role, hc.CacheDir, hc.NoSnapshot, hc.Artifacts = roleTenant, s.tenantDir(key), true, s.compiled[key]
+		hc.Role, hc.CacheDir, hc.NoSnapshot, hc.Artifacts, hc.Stamps = roleTenant, s.tenantDir(key), true, s.compiled[key], nil
 	}
 	hc.ReadOnlyCache = true
 	hc.Landlock = !s.cfg.NoLandlock

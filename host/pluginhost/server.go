@@ -54,6 +54,9 @@ type HostConfig struct {
 	// Artifacts are the digests the files of CacheDir that hold code must have (verifyArtifacts), checked
 	// before the host reads its first module.
 	Artifacts Artifacts `json:"artifacts,omitempty"`
+	// Stamps are the supervisor's stamps of the files of CacheDir it hashed against Artifacts: a file whose
+	// stamp is unchanged is not hashed again (Stamp).
+	Stamps Stamps `json:"stamps,omitempty"`
 	// Role is roleBuiltin, roleTenant or roleCompile: a compile process compiles the module it reads from its
 	// standard input (Name, Digest) into CacheDir and ends, running none of its code (compileMain).
 	Role   string `json:"role,omitempty"`
@@ -83,7 +86,7 @@ func hostMain(cfgJSON string) int {
 		return compileMain(cfg, os.Stdin, os.Stdout)
 	}
 	if cfg.ReadOnlyCache && cfg.CacheDir != "" {
-		if err := verifyArtifacts(cfg.CacheDir, cfg.Artifacts); err != nil {
+		if err := verifyArtifacts(cfg.CacheDir, cfg.Artifacts, cfg.Stamps); err != nil {
 			if cfg.Role == roleTenant {
 				// The supervisor compiles the module again in a compile process; nothing here read the cache.
 				fmt.Fprintln(os.Stderr, tamperedPrefix+err.Error())
@@ -94,20 +97,21 @@ func hostMain(cfgJSON string) int {
 			cfg.CacheDir = ""
 		}
 	}
-	if err := confine(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "plugin host:", err)
-		return 2
-	}
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(hostGCPercent)
-	}
 	// A CPU profile of the host, for diagnosis: the controller's own -pprof-address does not see this process.
+	// Opened before confine: Landlock leaves open files writable, and refuses to create one afterwards.
 	if path := os.Getenv(envCPUProfile); path != "" {
 		if f, err := os.Create(path + "." + strconv.Itoa(os.Getpid())); err == nil {
 			if pprof.StartCPUProfile(f) == nil {
 				defer pprof.StopCPUProfile()
 			}
 		}
+	}
+	if err := confine(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "plugin host:", err)
+		return 2
+	}
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(hostGCPercent)
 	}
 	if err := Serve(os.Stdin, os.Stdout, cfg); err != nil && !errors.Is(err, io.EOF) {
 		fmt.Fprintln(os.Stderr, "plugin host:", err)

@@ -256,7 +256,13 @@ type Supervisor struct {
 	// compiled holds the digests of the files each tenant's module's compile process wrote (compile.go),
 	// recorded before any host ran from them; compiles are the compile processes in flight, compileFailed
 	// the modules that do not compile, and compileSlots and nsCompiles bound the compile processes alive.
-	compiled      map[string]Artifacts
+	compiled map[string]Artifacts
+	// builtinStamps are the stamps of the built-in host's cache (BuiltinDir), taken once, when the first
+	// built-in host starts (with s.mu held: once per supervisor, where that host would have hashed them).
+	// Taking them in the background from New competed with the controller's own start for the CPU and
+	// delayed the first render (make bench-compare at N=1).
+	stampOnce     sync.Once
+	builtinStamps Stamps
 	compiles      map[string]*compileState
 	compileFailed map[string]error
 	compileSlots  chan struct{}
@@ -304,6 +310,13 @@ func New(cfg Config) (*Supervisor, error) {
 		s.cfg.Host.CacheDir = s.scratch
 	}
 	return s, nil
+}
+
+// stampBuiltins takes the stamps of the built-in host's cache (Stamp).
+func (s *Supervisor) stampBuiltins() {
+	if len(s.cfg.Host.Artifacts) > 0 {
+		s.builtinStamps = stampArtifacts(BuiltinDir(s.cfg.Host.CacheDir), s.cfg.Host.Artifacts)
+	}
 }
 
 // Load loads m into its host and returns what it declared.

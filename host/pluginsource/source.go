@@ -14,7 +14,7 @@ import (
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/host/render"
-	"github.com/osmhq/osm/host/signature"
+	"github.com/osmhq/osm/host/signature/policy"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -31,7 +31,7 @@ type Source struct {
 	// returning a plugin.PendingError: for admission reviews and the CLI, where someone waits for the answer.
 	// Reconcilers leave it unset, so a slow registry never holds a worker.
 	WaitForPulls bool
-	// Verification returns the Verifier of a profile namespace's plugin image (package signature's policy),
+	// Verification returns the Verifier of a profile namespace's plugin image (package policy),
 	// or nil when the image is not verified; nil means no image is.
 	Verification func(ctx context.Context, namespace, image string) (plugin.Verifier, error)
 }
@@ -104,9 +104,9 @@ func (s *Source) Identify(_ context.Context, _ string, ref *osmv1alpha1.PluginRe
 // that may not fail again (mayPass) and PluginPullFailed for an image that could not be fetched, both
 // Transient; PluginInvalid for a module that is not a plugin this host can run, PluginNotFound for an unknown
 // built-in, neither of which passes without a change; SignatureMissing or SignatureInvalid (Transient) for an
-// image the verification policy refused (package signature).
+// image the verification policy refused (package policy).
 func sourceError(ref *osmv1alpha1.PluginReference, err error) *render.Error {
-	if serr, refused := errors.AsType[*signature.Error](err); refused {
+	if serr, refused := errors.AsType[*policy.Error](err); refused {
 		// Transient: a signature may be attached, or the policy changed, without the profile changing.
 		return &render.Error{Reason: serr.Reason, Err: err, Transient: true}
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/root"
 
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/host/signature/policy"
+	"github.com/osmhq/osm/host/signature/verifyproc"
 )
 
 // testRegistry is an in-process OCI registry, with or without the referrers API (without it, referrers live
@@ -161,4 +163,19 @@ func verifierFor(t testing.TB, policyYAML string, objects map[string]map[string]
 		t.Fatal(err)
 	}
 	return v
+}
+
+// processVerifierFor is verifierFor as the controller has it: the trust of the first rule, checked in a
+// verifier process (this test binary, which links this package and so serves as one).
+func processVerifierFor(t testing.TB, policyYAML string, objects map[string]map[string][]byte) *verifyproc.Verifier {
+	t.Helper()
+	p, err := ParsePolicy([]byte(policyYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := policy.NewTrust("osm-system/plugin-policy", p, p.Rules[0], mapGetter(objects))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return (&verifyproc.Runner{Log: logr.Discard()}).For(trust)
 }

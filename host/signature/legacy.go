@@ -2,7 +2,6 @@ package signature
 
 import (
 	"bytes"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,24 +9,21 @@ import (
 	"strings"
 
 	"github.com/opencontainers/go-digest"
-	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
-	"oras.land/oras-go/v2/errdef"
 
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/host/signature/verifyproc"
 )
 
 // cosign's older signature layout, still its default before its bundle format: a manifest tagged
 // "sha256-<hex>.sig" in the artifact's repository, one layer per signature, each a simple-signing payload that
 // names the signed manifest digest, with the base64 signature in a layer annotation. Only key signatures are
 // read in this layout (its certificate-based form needs a transparency log bundle, which the bundle format
-// carries better).
+// carries better). verifyproc.Gather fetches them.
 const (
 	// SimpleSigningMediaType is the media type of a cosign simple-signing payload layer.
-	SimpleSigningMediaType = "application/vnd.dev.cosign.simplesigning.v1+json"
+	SimpleSigningMediaType = verifyproc.SimpleSigningMediaType
 	// SignatureAnnotation holds a simple-signing layer's base64 signature.
-	SignatureAnnotation = "dev.cosignproject.cosign/signature"
-	// maxLegacySignatures bounds the layers of a ".sig" manifest that are checked.
-	maxLegacySignatures = 32
+	SignatureAnnotation = verifyproc.SignatureAnnotation
 )
 
 // simpleSigning is the part of a simple-signing payload that binds it.
@@ -43,40 +39,16 @@ type simpleSigning struct {
 // LegacyTag is the tag of an artifact's cosign ".sig" manifest.
 func LegacyTag(md digest.Digest) string { return oci.LegacySignatureTag(md) }
 
-// legacySignatures returns the simple-signing layers of the artifact's ".sig" manifest; none when there is no
-// such tag.
-func legacySignatures(ctx context.Context, client *oci.Client, art *oci.Artifact) ([]ocispec.Descriptor, error) {
-	repo := art.Reference[:strings.LastIndex(art.Reference, "@")]
-	raw, _, err := client.FetchManifest(ctx, repo+":"+LegacyTag(art.ManifestDigest))
-	if errors.Is(err, errdef.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var m ocispec.Manifest
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("cosign signature manifest: %w", err)
-	}
-	var out []ocispec.Descriptor
-	for _, l := range m.Layers {
-		if l.MediaType == SimpleSigningMediaType && len(out) < maxLegacySignatures {
-			out = append(out, l)
-		}
-	}
-	return out, nil
-}
-
 // checkLegacy verifies one simple-signing layer against the rule's key authorities.
-func (v *Verifier) checkLegacy(ctx context.Context, client *oci.Client, art *oci.Artifact, layer ocispec.Descriptor) (string, error) {
-	sig, err := base64.StdEncoding.DecodeString(layer.Annotations[SignatureAnnotation])
+func (v *Verifier) checkLegacy(ev *verifyproc.Evidence, l *verifyproc.Legacy) (string, error) {
+	sig, err := base64.StdEncoding.DecodeString(l.Descriptor.Annotations[SignatureAnnotation])
 	if err != nil || len(sig) == 0 {
 		return "", errors.New("no signature annotation")
 	}
-	payload, err := client.FetchBlob(ctx, art.Reference, layer)
-	if err != nil {
-		return "", err
+	if l.FetchErr != "" {
+		return "", errors.New(l.FetchErr)
 	}
+	payload := l.Payload
 	var errs []string
 	for _, t := range v.authorities {
 		for _, k := range t.raw {
@@ -86,7 +58,7 @@ func (v *Verifier) checkLegacy(ctx context.Context, client *oci.Client, art *oci
 				if err := json.Unmarshal(payload, &ss); err != nil {
 					return "", fmt.Errorf("payload: %w", err)
 				}
-				if ss.Critical.Image.DockerManifestDigest != art.ManifestDigest.String() {
+				if ss.Critical.Image.DockerManifestDigest != ev.ManifestDigest.String() {
 					return "", fmt.Errorf("%s: it signs %q, not this artifact", t.name, ss.Critical.Image.DockerManifestDigest)
 				}
 				return t.name, nil

@@ -18,10 +18,11 @@ import (
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/host/signature/verifyproc"
 )
 
 // NotationArtifactType is the artifact type of a Notation signature attached to an image as a referrer.
-const NotationArtifactType = notationregistry.ArtifactTypeNotation
+const NotationArtifactType = verifyproc.NotationArtifactType
 
 // maxCACertificates bounds the CA certificates of one Notation trust store.
 const maxCACertificates = 64

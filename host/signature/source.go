@@ -2,55 +2,46 @@ package signature
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// Getter returns the data of the object a KeyRef names.
-type Getter func(KeyRef) (map[string][]byte, error)
+	"github.com/osmhq/osm/host/signature/policy"
+)
 
 // NewVerifier loads the trust material of rule's authorities (of p) through get and returns a verifier of
 // that rule; policy names the policy in refusals.
-func NewVerifier(policy string, p *Policy, rule Rule, get Getter, log logr.Logger) (*Verifier, error) {
-	h := sha256.New()
-	ruleJSON, _ := json.Marshal(rule)
-	h.Write([]byte(policy))
-	h.Write(ruleJSON)
-	v := &Verifier{policy: policy, rule: rule, log: log, timeout: DefaultTimeout}
-	for _, name := range rule.Authorities {
-		a := p.authority(name)
-		if a == nil {
-			return nil, fmt.Errorf("authority %q is not defined", name)
-		}
-		t, raw, err := loadAuthority(a, get)
+func NewVerifier(name string, p *Policy, rule Rule, get Getter, log logr.Logger) (*Verifier, error) {
+	t, err := policy.NewTrust(name, p, rule, get)
+	if err != nil {
+		return nil, err
+	}
+	return FromTrust(t, log)
+}
+
+// FromTrust loads the trust's material into a verifier of its rule.
+func FromTrust(t *policy.Trust, log logr.Logger) (*Verifier, error) {
+	v := &Verifier{policy: t.Policy, rule: t.Rule, log: log, timeout: DefaultTimeout, key: t.Key}
+	for i := range t.Authorities {
+		a, _, err := loadAuthority(&t.Authorities[i], t.Get)
 		if err != nil {
 			return nil, err
 		}
-		aJSON, _ := json.Marshal(a)
-		h.Write(aJSON)
-		h.Write(raw)
-		v.authorities = append(v.authorities, t)
+		v.authorities = append(v.authorities, a)
 	}
-	v.key = hex.EncodeToString(h.Sum(nil))
 	return v, nil
 }
 
-// DefaultReload is how long a PolicySource keeps a policy it read before reading it again.
-const DefaultReload = 10 * time.Second
+// maxVerifiers bounds the verifiers a PolicySource keeps.
+const maxVerifiers = 64
 
-// PolicySource reads the policy ConfigMap, and the ConfigMaps and Secrets holding its keys, from the cluster:
-// all in one namespace, the controller's. It reads them again at most every Reload, so editing the policy or
-// rotating a key takes effect within that time without a restart; a module verified under the old material
-// is verified again under the new (the Verifier's Key changes). A policy that cannot be read or does not
-// parse refuses every image a rule might have covered: it fails closed.
+// DefaultReload is how long a PolicySource keeps a policy it read before reading it again.
+const DefaultReload = policy.DefaultReload
+
+// PolicySource is a policy.Source whose trust is loaded into verifiers in this process (osmctl, tests); the
+// controller loads it into verifier processes instead (verifyproc.Runner).
 type PolicySource struct {
 	// Reader reads ConfigMaps and Secrets (the manager's API reader: no cache, no watch on Secrets).
 	Reader client.Reader
@@ -60,16 +51,10 @@ type PolicySource struct {
 	Reload time.Duration
 	Log    logr.Logger
 
-	mu     sync.Mutex
-	loaded *loadedPolicy
-}
-
-type loadedPolicy struct {
-	at        time.Time
-	policy    *Policy
-	err       error
-	verifiers map[int]*Verifier
-	errs      map[int]error
+	once      sync.Once
+	src       *policy.Source
+	mu        sync.Mutex
+	verifiers map[string]*Verifier
 }
 
 // Name of the policy in refusals and logs.
@@ -78,90 +63,26 @@ func (s *PolicySource) String() string { return s.Namespace + "/" + s.Name }
 // For returns the verifier that applies to image in namespace, or nil when no rule (or a rule in mode off)
 // applies.
 func (s *PolicySource) For(ctx context.Context, namespace, image string) (*Verifier, error) {
-	lp := s.current(ctx)
-	if lp.err != nil {
-		return nil, fmt.Errorf("plugin verification policy %s: %w", s, lp.err)
-	}
-	idx := -1
-	rule := lp.policy.RuleFor(namespace, image)
-	if rule == nil || rule.Mode == ModeOff {
-		return nil, nil
-	}
-	for i := range lp.policy.Rules {
-		if &lp.policy.Rules[i] == rule {
-			idx = i
-		}
+	s.once.Do(func() {
+		s.src = &policy.Source{Reader: s.Reader, Namespace: s.Namespace, Name: s.Name, Reload: s.Reload}
+		s.verifiers = map[string]*Verifier{}
+	})
+	t, err := s.src.For(ctx, namespace, image)
+	if t == nil || err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v, ok := lp.verifiers[idx]; ok {
+	if v, ok := s.verifiers[t.Key]; ok {
 		return v, nil
 	}
-	if err, ok := lp.errs[idx]; ok {
-		return nil, err
+	if len(s.verifiers) >= maxVerifiers {
+		clear(s.verifiers) // an edited policy's old trust is no longer asked for
 	}
-	v, err := NewVerifier(s.String(), lp.policy, *rule, func(r KeyRef) (map[string][]byte, error) { return s.data(ctx, r) }, s.Log)
+	v, err := FromTrust(t, s.Log)
 	if err != nil {
-		err = fmt.Errorf("plugin verification policy %s (%s): %w", s, rule.Name, err)
-		lp.errs[idx] = err
 		return nil, err
 	}
-	lp.verifiers[idx] = v
+	s.verifiers[t.Key] = v
 	return v, nil
-}
-
-// current returns the policy read at most Reload ago, reading it again otherwise.
-func (s *PolicySource) current(ctx context.Context) *loadedPolicy {
-	reload := s.Reload
-	if reload <= 0 {
-		reload = DefaultReload
-	}
-	s.mu.Lock()
-	lp := s.loaded
-	s.mu.Unlock()
-	if lp != nil && time.Since(lp.at) < reload {
-		return lp
-	}
-	lp = &loadedPolicy{at: time.Now(), verifiers: map[int]*Verifier{}, errs: map[int]error{}}
-	data, err := s.data(ctx, KeyRef{ConfigMap: s.Name, Key: PolicyKey})
-	if err == nil {
-		lp.policy, err = ParsePolicy(data[PolicyKey])
-	}
-	lp.err = err
-	s.mu.Lock()
-	s.loaded = lp
-	s.mu.Unlock()
-	return lp
-}
-
-// data reads the object r names in the source's namespace.
-func (s *PolicySource) data(ctx context.Context, r KeyRef) (map[string][]byte, error) {
-	key := client.ObjectKey{Namespace: s.Namespace}
-	out := map[string][]byte{}
-	if r.Secret != "" {
-		key.Name = r.Secret
-		sec := &corev1.Secret{}
-		if err := s.Reader.Get(ctx, key, sec); err != nil {
-			return nil, fmt.Errorf("%s: %w", r, err)
-		}
-		out = sec.Data
-	} else {
-		key.Name = r.ConfigMap
-		cm := &corev1.ConfigMap{}
-		if err := s.Reader.Get(ctx, key, cm); err != nil {
-			return nil, fmt.Errorf("%s: %w", r, err)
-		}
-		for k, v := range cm.Data {
-			out[k] = []byte(v)
-		}
-		for k, v := range cm.BinaryData {
-			out[k] = v
-		}
-	}
-	if r.Key != "" {
-		if _, ok := out[r.Key]; !ok {
-			return nil, fmt.Errorf("%s: no such key", r)
-		}
-	}
-	return out, nil
 }

@@ -90,13 +90,13 @@ func loadAuthority(a *Authority, get func(KeyRef) (map[string][]byte, error)) (*
 	if t.keyless, err = RootVerifier(tr); err != nil {
 		return nil, nil, fmt.Errorf("authority %q: %w", a.Name, err)
 	}
-	if t.identity, err = k.identity(); err != nil {
+	if t.identity, err = identity(k); err != nil {
 		return nil, nil, fmt.Errorf("authority %q: %w", a.Name, err)
 	}
 	return t, raw, nil
 }
 
-func (k Keyless) identity() (verify.CertificateIdentity, error) {
+func identity(k *Keyless) (verify.CertificateIdentity, error) {
 	return verify.NewShortCertificateIdentity(k.Issuer, k.IssuerRegExp, k.Subject, k.SubjectRegExp)
 }
 

@@ -15,30 +15,19 @@ import (
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/oci"
+	"github.com/osmhq/osm/host/signature/policy"
+	"github.com/osmhq/osm/host/signature/verifyproc"
 )
 
 // BundleMediaType is the artifact type of a Sigstore bundle attached to an image as a referrer, and the media
 // type of its one layer (the bundle JSON), as cosign writes them.
-const BundleMediaType = "application/vnd.dev.sigstore.bundle.v0.3+json"
+const BundleMediaType = verifyproc.BundleMediaType
 
 // DefaultTimeout bounds one verification: listing the referrers and fetching each bundle.
-const DefaultTimeout = 30 * time.Second
+const DefaultTimeout = verifyproc.DefaultTimeout
 
-// Error is a module refused by the verification policy. Its Reason is the condition reason
-// (ReasonSignatureMissing or ReasonSignatureInvalid, or ReasonPluginPullFailed when the registry could not
-// list the signatures); the message names the image, the policy and the rule.
-type Error struct {
-	Reason string
-	Image  string
-	// Policy is "namespace/name" of the policy ConfigMap, or where else the policy came from.
-	Policy string
-	Rule   string
-	Detail string
-}
-
-func (e *Error) Error() string {
-	return fmt.Sprintf("plugin %s refused by the plugin verification policy %s (%s): %s", e.Image, e.Policy, e.Rule, e.Detail)
-}
+// Error is a module refused by the verification policy (policy.Error).
+type Error = policy.Error
 
 // Verifier checks a pulled image against one rule of a policy: some signature attached to it must verify
 // against one of the rule's authorities. It implements plugin.Verifier.
@@ -59,123 +48,97 @@ func (v *Verifier) Key() string { return v.key }
 func (v *Verifier) Mode() Mode { return v.rule.Mode }
 
 // Verify checks art (pulled through client) before its module is loaded. In warn mode a refusal is logged and
-// nil returned; in enforce mode it is an *Error.
+// nil returned; in enforce mode it is an *Error. The controller does the same through a verifier process
+// (verifyproc.Verifier); this is the same check in this process, for osmctl and the tests.
 func (v *Verifier) Verify(ctx context.Context, client *oci.Client, art *oci.Artifact) error {
 	ctx, cancel := context.WithTimeout(ctx, v.timeout)
 	defer cancel()
-	by, err := v.check(ctx, client, art)
-	if err == nil {
+	ev, err := verifyproc.Gather(ctx, client, art)
+	var by string
+	var rerr *Error
+	if err != nil {
+		rerr = &Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Image: art.Reference, Policy: v.policy, Rule: v.rule.Name, Detail: err.Error()}
+	} else {
+		by, rerr = v.check(ctx, ev)
+	}
+	if rerr == nil {
 		v.log.V(1).Info("plugin signature verified", "image", art.Reference, "policy", v.policy, "rule", v.rule.Name, "authority", by)
 		return nil
 	}
 	if v.rule.Mode == ModeWarn {
 		v.log.Info("plugin signature not verified; loading it anyway (mode warn)", "image", art.Reference, "policy", v.policy,
-			"rule", v.rule.Name, "reason", err.Reason, "detail", err.Detail)
+			"rule", v.rule.Name, "reason", rerr.Reason, "detail", rerr.Detail)
 		return nil
 	}
-	return err
+	return rerr
 }
 
-// check returns the name of the authority one of art's signatures verifies against.
-func (v *Verifier) check(ctx context.Context, client *oci.Client, art *oci.Artifact) (string, *Error) {
+// check returns the name of the authority one of the evidence's signatures verifies against.
+func (v *Verifier) check(ctx context.Context, ev *verifyproc.Evidence) (string, *Error) {
 	refuse := func(reason, format string, args ...any) *Error {
-		return &Error{Reason: reason, Image: art.Reference, Policy: v.policy, Rule: v.rule.Name, Detail: fmt.Sprintf(format, args...)}
+		return &Error{Reason: reason, Image: ev.Reference, Policy: v.policy, Rule: v.rule.Name, Detail: fmt.Sprintf(format, args...)}
 	}
-	descs, err := signatureReferrers(ctx, client, art.Reference)
-	if err != nil {
-		// The registry failed, not the signature: reported (and retried) like a failed pull.
-		return "", refuse(osmv1alpha1.ReasonPluginPullFailed, "cannot list its signatures: %v", err)
+	if len(ev.Referrers) == 0 && len(ev.Legacy) == 0 {
+		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", ev.ManifestDigest)
 	}
-	legacy, err := legacySignatures(ctx, client, art)
-	if err != nil {
-		return "", refuse(osmv1alpha1.ReasonPluginPullFailed, "cannot read its cosign signatures (%s): %v", LegacyTag(art.ManifestDigest), err)
+	if ev.ManifestDigest.Algorithm() != digest.SHA256 {
+		return "", refuse(osmv1alpha1.ReasonSignatureInvalid, "manifest digest %s is not sha256", ev.ManifestDigest)
 	}
-	if len(descs) == 0 && len(legacy) == 0 {
-		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", art.ManifestDigest)
-	}
-	if art.ManifestDigest.Algorithm() != digest.SHA256 {
-		return "", refuse(osmv1alpha1.ReasonSignatureInvalid, "manifest digest %s is not sha256", art.ManifestDigest)
-	}
-	s := &subject{art: art, client: client}
 	var problems []string
 	signatures := 0
-	for _, d := range descs {
-		by, isSignature, err := v.checkOne(ctx, s, d)
+	for i := range ev.Referrers {
+		r := &ev.Referrers[i]
+		by, err := v.checkOne(ctx, ev, r)
 		if err == nil {
 			return by, nil
 		}
-		if isSignature {
+		if r.IsSignature() {
 			signatures++
-			problems = append(problems, fmt.Sprintf("signature %s: %v", d.Digest.Encoded()[:12], err))
+			problems = append(problems, fmt.Sprintf("signature %s: %v", r.Descriptor.Digest.Encoded()[:12], err))
 		}
 	}
-	for _, l := range legacy {
-		by, err := v.checkLegacy(ctx, client, art, l)
+	for i := range ev.Legacy {
+		l := &ev.Legacy[i]
+		by, err := v.checkLegacy(ev, l)
 		if err == nil {
 			return by, nil
 		}
 		signatures++
-		problems = append(problems, fmt.Sprintf("cosign signature %s: %v", l.Digest.Encoded()[:12], err))
+		problems = append(problems, fmt.Sprintf("cosign signature %s: %v", l.Descriptor.Digest.Encoded()[:12], err))
 	}
 	if signatures == 0 {
-		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", art.ManifestDigest)
+		return "", refuse(osmv1alpha1.ReasonSignatureMissing, "the registry holds no signature of %s (sign it with osmctl plugin sign)", ev.ManifestDigest)
 	}
 	return "", refuse(osmv1alpha1.ReasonSignatureInvalid, "no signature verifies against %s: %s", strings.Join(v.rule.Authorities, ", "), strings.Join(problems, "; "))
 }
 
-// subject is the artifact being verified, with what verifying it needs, read once.
-type subject struct {
-	art    *oci.Artifact
-	client *oci.Client
-	// target is the manifest's descriptor (media type, digest, size), which a Notation payload names.
-	target *ocispec.Descriptor
-}
-
-func (s *subject) descriptor(ctx context.Context) (ocispec.Descriptor, error) {
-	if s.target == nil {
-		_, d, err := s.client.FetchManifest(ctx, s.art.Reference)
-		if err != nil {
-			return d, err
-		}
-		if d.Digest != s.art.ManifestDigest {
-			return d, fmt.Errorf("the registry describes %s as %s", s.art.ManifestDigest, d.Digest)
-		}
-		s.target = &d
-	}
-	return *s.target, nil
-}
-
 // checkOne verifies one attached signature (a Sigstore bundle or a Notation envelope) against the
-// authorities of its kind. isSignature is false for a referrer that is no signature at all.
-func (v *Verifier) checkOne(ctx context.Context, s *subject, d ocispec.Descriptor) (by string, isSignature bool, err error) {
-	art := s.art
-	att, err := s.client.FetchAttachment(ctx, art.Reference, d)
-	if err != nil {
-		return "", d.ArtifactType == BundleMediaType || d.ArtifactType == NotationArtifactType, err
+// authorities of its kind.
+func (v *Verifier) checkOne(ctx context.Context, ev *verifyproc.Evidence, r *verifyproc.Referrer) (by string, err error) {
+	if r.FetchErr != "" {
+		return "", errors.New(r.FetchErr)
 	}
-	kind := att.Manifest.ArtifactType
-	if kind == "" {
-		kind = att.Manifest.Config.MediaType // the OCI rule for manifests without artifactType; notation writes these
-	}
+	kind := r.Kind
 	if kind != BundleMediaType && kind != NotationArtifactType {
-		return "", false, fmt.Errorf("artifact type %q is not a signature", kind)
+		return "", fmt.Errorf("artifact type %q is not a signature", kind)
 	}
-	if sub := att.Manifest.Subject; sub == nil || sub.Digest != art.ManifestDigest {
-		return "", true, errors.New("it is not attached to this artifact")
+	if r.Subject == nil || *r.Subject != ev.ManifestDigest {
+		return "", errors.New("it is not attached to this artifact")
 	}
 	var b bundle.Bundle
 	var target ocispec.Descriptor
 	switch kind {
 	case BundleMediaType:
-		if err := b.UnmarshalJSON(att.Layer); err != nil {
-			return "", true, fmt.Errorf("not a Sigstore bundle: %w", err)
+		if err := b.UnmarshalJSON(r.Layer); err != nil {
+			return "", fmt.Errorf("not a Sigstore bundle: %w", err)
 		}
 	case NotationArtifactType:
-		if target, err = s.descriptor(ctx); err != nil {
-			return "", true, err
+		if ev.Target == nil {
+			return "", errors.New(ev.TargetErr)
 		}
+		target = *ev.Target
 	}
-	want, _ := hex.DecodeString(art.ManifestDigest.Encoded())
+	want, _ := hex.DecodeString(ev.ManifestDigest.Encoded())
 	var errs []string
 	for _, t := range v.authorities {
 		if t.kind() != kind {
@@ -185,18 +148,18 @@ func (v *Verifier) checkOne(ctx context.Context, s *subject, d ocispec.Descripto
 		if kind == BundleMediaType {
 			err = t.verify(&b, want)
 		} else {
-			err = t.verifyNotation(ctx, art.Reference, target, att.Layer, att.LayerMediaType)
+			err = t.verifyNotation(ctx, ev.Reference, target, r.Layer, r.LayerMediaType)
 		}
 		if err != nil {
 			errs = append(errs, t.name+": "+err.Error())
 			continue
 		}
-		return t.name, true, nil
+		return t.name, nil
 	}
 	if len(errs) == 0 {
-		return "", true, fmt.Errorf("no authority of the rule verifies %s signatures", kindName(kind))
+		return "", fmt.Errorf("no authority of the rule verifies %s signatures", kindName(kind))
 	}
-	return "", true, errors.New(strings.Join(errs, "; "))
+	return "", errors.New(strings.Join(errs, "; "))
 }
 
 func kindName(kind string) string {
@@ -204,26 +167,4 @@ func kindName(kind string) string {
 		return "Notation"
 	}
 	return "Sigstore"
-}
-
-// emptyConfig is the config media type of an artifact manifest; some registries report it as the referrer's
-// artifact type instead of the manifest's artifactType.
-const emptyConfig = "application/vnd.oci.empty.v1+json"
-
-// signatureReferrers lists the referrers of ref that may be signatures. The filtering is done here, not by
-// the registry: registries that report a referrer's config media type as its artifact type would otherwise
-// hide every signature. checkOne reads the artifact type from the manifest itself.
-func signatureReferrers(ctx context.Context, client *oci.Client, ref string) ([]ocispec.Descriptor, error) {
-	all, err := client.Referrers(ctx, ref, "")
-	if err != nil {
-		return nil, err
-	}
-	var out []ocispec.Descriptor
-	for _, d := range all {
-		switch d.ArtifactType {
-		case BundleMediaType, NotationArtifactType, emptyConfig, "":
-			out = append(out, d)
-		}
-	}
-	return out, nil
 }

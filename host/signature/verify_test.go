@@ -92,40 +92,78 @@ func certPEM(der []byte) []byte {
 
 // Each case builds an artifact in the registry, maybe signs or forges a signature, and says what the
 // operator's policy must make of it.
+// verifyCase is one artifact, the policy it is verified under, and the verdict.
+type verifyCase struct {
+	name        string
+	referrers   bool // the registry serves the referrers API
+	policy      string
+	objects     map[string]map[string][]byte
+	setup       func(t *testing.T, host string, c *oci.Client) *oci.Artifact
+	wantReason  string // "" = verified
+	wantMessage string
+}
+
+// TestVerify runs each case twice: in this process (Verifier, as osmctl verifies) and as the controller does,
+// through a verifier process (verifyproc: this test binary serves as the verifier). Both give the same verdict.
 func TestVerify(t *testing.T) {
 	ctx := context.Background()
 	trustedKey, otherKey := newKey(t), newKey(t)
 	ca, otherCA := newCA(t), newCA(t)
 	keys := map[string]map[string][]byte{"ConfigMap plugin-keys": {"operator.pub": publicPEM(t, trustedKey)}}
 	roots := map[string]map[string][]byte{"ConfigMap vendor-root": {"trusted_root.json": ca.trustedRoot(t)}}
+	notationRoots := map[string]map[string][]byte{"ConfigMap notation-ca": {"ca.pem": certPEM(ca.cert.Raw)}}
 	module := []byte("\x00asm\x01\x00\x00\x00 a plugin module")
 	now := time.Now()
+	valid := [2]time.Time{now.Add(-time.Hour), now.Add(time.Hour)}
+	expired := [2]time.Time{now.Add(-48 * time.Hour), now.Add(-24 * time.Hour)}
 
-	tests := []struct {
-		name        string
-		referrers   bool // the registry serves the referrers API
-		policy      string
-		objects     map[string]map[string][]byte
-		setup       func(t *testing.T, host string, c *oci.Client) *oci.Artifact
-		wantReason  string // "" = verified
-		wantMessage string
-	}{
-		{
-			name: "signed by the trusted key", referrers: true, policy: keysPolicy, objects: keys,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: trustedKey})
-				return pull(t, c, a.Reference)
-			},
-		},
-		{
-			name: "signed by the trusted key, registry without the referrers API", policy: keysPolicy, objects: keys,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: trustedKey})
-				return pull(t, c, a.Reference)
-			},
-		},
+	// signedBy pushes the module and signs it with the key signer returns (a bundle).
+	signedBy := func(signer func(t *testing.T) Signer) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+		return func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+			a := push(t, c, host+"/osm/myos:1.0", module)
+			mustSign(t, c, a.Reference, signer(t))
+			return pull(t, c, a.Reference)
+		}
+	}
+	byKey := func(k *ecdsa.PrivateKey) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+		return signedBy(func(*testing.T) Signer { return Signer{Key: k} })
+	}
+	// byCertificate signs with a fresh key and a certificate issuer gave it for email, valid in period.
+	byCertificate := func(issuer *testCA, email string, period [2]time.Time) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+		return signedBy(func(t *testing.T) Signer {
+			k := newKey(t)
+			return Signer{Key: k, Certificate: issuer.issue(t, k, email, "https://issuer.test", period[0], period[1])}
+		})
+	}
+	notationSigned := func(issuer *testCA, period [2]time.Time) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+		return func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+			k := newKey(t)
+			leaf, err := x509.ParseCertificate(issuer.issue(t, k, "release@vendor.test", "https://issuer.test", period[0], period[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := push(t, c, host+"/osm/myos:1.0", module)
+			if _, err := SignNotation(ctx, c, a.Reference, k, []*x509.Certificate{leaf, issuer.cert}); err != nil {
+				t.Fatal(err)
+			}
+			return pull(t, c, a.Reference)
+		}
+	}
+	legacy := func(signer *ecdsa.PrivateKey, moved bool) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+		return func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
+			a := push(t, c, host+"/osm/myos:1.0", module)
+			target := a
+			if moved {
+				target = push(t, c, host+"/osm/myos:2.0", append(bytes.Clone(module), '!'))
+			}
+			legacySign(t, c, host+"/osm/myos", signer, a.ManifestDigest, target.ManifestDigest)
+			return pull(t, c, target.Reference)
+		}
+	}
+
+	tests := []verifyCase{
+		{name: "signed by the trusted key", referrers: true, policy: keysPolicy, objects: keys, setup: byKey(trustedKey)},
+		{name: "signed by the trusted key, registry without the referrers API", policy: keysPolicy, objects: keys, setup: byKey(trustedKey)},
 		{
 			name: "unsigned", referrers: true, policy: keysPolicy, objects: keys,
 			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
@@ -133,15 +171,8 @@ func TestVerify(t *testing.T) {
 			},
 			wantReason: osmv1alpha1.ReasonSignatureMissing, wantMessage: "holds no signature",
 		},
-		{
-			name: "signed by an untrusted key", referrers: true, policy: keysPolicy, objects: keys,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: otherKey})
-				return pull(t, c, a.Reference)
-			},
-			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "operator: failed to verify signature",
-		},
+		{name: "signed by an untrusted key", referrers: true, policy: keysPolicy, objects: keys, setup: byKey(otherKey),
+			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "operator: failed to verify signature"},
 		{
 			name: "a trusted signature of another digest attached to this one", referrers: true, policy: keysPolicy, objects: keys,
 			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
@@ -191,96 +222,29 @@ func TestVerify(t *testing.T) {
 			},
 			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "artifact digest",
 		},
-		{
-			name: "certificate under the trusted root naming the identity", referrers: true, policy: keylessPolicy, objects: roots,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				k := newKey(t)
-				cert := ca.issue(t, k, "plugins@vendor.test", "https://issuer.test", now.Add(-time.Hour), now.Add(time.Hour))
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: k, Certificate: cert})
-				return pull(t, c, a.Reference)
-			},
-		},
-		{
-			name: "expired certificate", referrers: true, policy: keylessPolicy, objects: roots,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				k := newKey(t)
-				cert := ca.issue(t, k, "plugins@vendor.test", "https://issuer.test", now.Add(-48*time.Hour), now.Add(-24*time.Hour))
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: k, Certificate: cert})
-				return pull(t, c, a.Reference)
-			},
-			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "expired",
-		},
-		{
-			name: "certificate naming another identity", referrers: true, policy: keylessPolicy, objects: roots,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				k := newKey(t)
-				cert := ca.issue(t, k, "mallory@vendor.test", "https://issuer.test", now.Add(-time.Hour), now.Add(time.Hour))
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: k, Certificate: cert})
-				return pull(t, c, a.Reference)
-			},
-			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "identity",
-		},
-		{
-			name: "certificate of another CA", referrers: true, policy: keylessPolicy, objects: roots,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				k := newKey(t)
-				cert := otherCA.issue(t, k, "plugins@vendor.test", "https://issuer.test", now.Add(-time.Hour), now.Add(time.Hour))
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: k, Certificate: cert})
-				return pull(t, c, a.Reference)
-			},
-			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "certificate",
-		},
-		{
-			name: "a key signature where the authority is a certificate root", referrers: true, policy: keylessPolicy, objects: roots,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: trustedKey})
-				return pull(t, c, a.Reference)
-			},
-			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "vendor:",
-		},
-	}
-	notationRoots := map[string]map[string][]byte{"ConfigMap notation-ca": {"ca.pem": certPEM(ca.cert.Raw)}}
-	notationSigned := func(issuer *testCA, notBefore, notAfter time.Time) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-		return func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-			k := newKey(t)
-			leaf, err := x509.ParseCertificate(issuer.issue(t, k, "release@vendor.test", "https://issuer.test", notBefore, notAfter))
-			if err != nil {
-				t.Fatal(err)
-			}
-			a := push(t, c, host+"/osm/myos:1.0", module)
-			if _, err := SignNotation(ctx, c, a.Reference, k, []*x509.Certificate{leaf, issuer.cert}); err != nil {
-				t.Fatal(err)
-			}
-			return pull(t, c, a.Reference)
-		}
-	}
-	tests = append(tests, []struct {
-		name        string
-		referrers   bool
-		policy      string
-		objects     map[string]map[string][]byte
-		setup       func(t *testing.T, host string, c *oci.Client) *oci.Artifact
-		wantReason  string
-		wantMessage string
-	}{
+		{name: "certificate under the trusted root naming the identity", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: byCertificate(ca, "plugins@vendor.test", valid)},
+		{name: "expired certificate", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: byCertificate(ca, "plugins@vendor.test", expired), wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "expired"},
+		{name: "certificate naming another identity", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: byCertificate(ca, "mallory@vendor.test", valid), wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "identity"},
+		{name: "certificate of another CA", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: byCertificate(otherCA, "plugins@vendor.test", valid), wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "certificate"},
+		{name: "a key signature where the authority is a certificate root", referrers: true, policy: keylessPolicy, objects: roots,
+			setup: byKey(trustedKey), wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "vendor:"},
 		{name: "Notation signature chaining to the trust store", policy: notationPolicy, objects: notationRoots,
-			setup: notationSigned(ca, now.Add(-time.Hour), now.Add(time.Hour))},
+			setup: notationSigned(ca, valid)},
 		{name: "Notation signature, registry with the referrers API", referrers: true, policy: notationPolicy, objects: notationRoots,
-			setup: notationSigned(ca, now.Add(-time.Hour), now.Add(time.Hour))},
+			setup: notationSigned(ca, valid)},
 		{name: "Notation signature of another CA", policy: notationPolicy, objects: notationRoots,
-			setup: notationSigned(otherCA, now.Add(-time.Hour), now.Add(time.Hour)), wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "does not contain any trusted certificate"},
+			setup: notationSigned(otherCA, valid), wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "does not contain any trusted certificate"},
 		{
 			// notation refuses to sign with an expired certificate, so the envelope is made as it was while
 			// the certificate was valid.
 			name: "Notation signature with an expired certificate", policy: notationPolicy, objects: notationRoots,
 			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
 				k := newKey(t)
-				leaf, err := x509.ParseCertificate(ca.issue(t, k, "release@vendor.test", "https://issuer.test", now.Add(-48*time.Hour), now.Add(-24*time.Hour)))
+				leaf, err := x509.ParseCertificate(ca.issue(t, k, "release@vendor.test", "https://issuer.test", expired[0], expired[1]))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -300,75 +264,59 @@ func TestVerify(t *testing.T) {
 		{
 			name: "a trusted Notation signature of another digest attached to this one", policy: notationPolicy, objects: notationRoots,
 			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				signed := notationSigned(ca, now.Add(-time.Hour), now.Add(time.Hour))(t, host, c)
+				signed := notationSigned(ca, valid)(t, host, c)
 				victim := push(t, c, host+"/osm/myos:2.0", append(bytes.Clone(module), '!'))
 				copySignatures(t, c, signed, victim)
 				return pull(t, c, victim.Reference)
 			},
 			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "content descriptor mismatch",
 		},
-		{
-			name: "a Sigstore signature where the rule trusts a Notation store only", policy: notationPolicy, objects: notationRoots,
-			setup: func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-				a := push(t, c, host+"/osm/myos:1.0", module)
-				mustSign(t, c, a.Reference, Signer{Key: trustedKey})
-				return pull(t, c, a.Reference)
-			},
-			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "no authority of the rule verifies Sigstore signatures",
-		},
-	}...)
-	legacy := func(signer *ecdsa.PrivateKey, moved bool) func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-		return func(t *testing.T, host string, c *oci.Client) *oci.Artifact {
-			a := push(t, c, host+"/osm/myos:1.0", module)
-			target := a
-			if moved {
-				target = push(t, c, host+"/osm/myos:2.0", append(bytes.Clone(module), '!'))
-			}
-			legacySign(t, c, host+"/osm/myos", signer, a.ManifestDigest, target.ManifestDigest)
-			return pull(t, c, target.Reference)
-		}
-	}
-	tests = append(tests, []struct {
-		name        string
-		referrers   bool
-		policy      string
-		objects     map[string]map[string][]byte
-		setup       func(t *testing.T, host string, c *oci.Client) *oci.Artifact
-		wantReason  string
-		wantMessage string
-	}{
+		{name: "a Sigstore signature where the rule trusts a Notation store only", policy: notationPolicy, objects: notationRoots,
+			setup: byKey(trustedKey), wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "no authority of the rule verifies Sigstore signatures"},
 		{name: "cosign key signature under the .sig tag", policy: keysPolicy, objects: keys, setup: legacy(trustedKey, false)},
 		{name: "cosign .sig signature by an untrusted key", policy: keysPolicy, objects: keys, setup: legacy(otherKey, false),
 			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "operator: no key verifies it"},
 		{name: "cosign .sig signature of another artifact moved to this one's tag", policy: keysPolicy, objects: keys, setup: legacy(trustedKey, true),
 			wantReason: osmv1alpha1.ReasonSignatureInvalid, wantMessage: "not this artifact"},
-	}...)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			host, c := testRegistry(t, tt.referrers)
 			art := tt.setup(t, host, c)
-			v := verifierFor(t, tt.policy, tt.objects)
-			err := v.Verify(ctx, c, art)
-			if tt.wantReason == "" {
-				if err != nil {
-					t.Fatalf("Verify() = %v, want verified", err)
+			for _, via := range []struct {
+				name string
+				v    interface {
+					Verify(context.Context, *oci.Client, *oci.Artifact) error
 				}
-				return
-			}
-			serr, ok := errors.AsType[*Error](err)
-			if !ok {
-				t.Fatalf("Verify() = %v, want a refusal %s", err, tt.wantReason)
-			}
-			t.Logf("%s", err)
-			if serr.Reason != tt.wantReason || !strings.Contains(err.Error(), tt.wantMessage) {
-				t.Errorf("Verify() = %s: %v, want %s mentioning %q", serr.Reason, err, tt.wantReason, tt.wantMessage)
-			}
-			for _, want := range []string{art.Reference, "osm-system/plugin-policy"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("refusal %q does not name %s", err, want)
-				}
+			}{{"in process", verifierFor(t, tt.policy, tt.objects)}, {"verifier process", processVerifierFor(t, tt.policy, tt.objects)}} {
+				checkVerdict(t, via.name, via.v.Verify(ctx, c, art), tt, art)
 			}
 		})
+	}
+}
+
+// checkVerdict compares what Verify returned with the case's verdict.
+func checkVerdict(t *testing.T, via string, err error, tt verifyCase, art *oci.Artifact) {
+	t.Helper()
+	if tt.wantReason == "" {
+		if err != nil {
+			t.Errorf("%s: Verify() = %v, want verified", via, err)
+		}
+		return
+	}
+	serr, ok := errors.AsType[*Error](err)
+	if !ok {
+		t.Errorf("%s: Verify() = %v, want a refusal %s", via, err, tt.wantReason)
+		return
+	}
+	t.Logf("%s: %s", via, err)
+	if serr.Reason != tt.wantReason || !strings.Contains(err.Error(), tt.wantMessage) {
+		t.Errorf("%s: Verify() = %s: %v, want %s mentioning %q", via, serr.Reason, err, tt.wantReason, tt.wantMessage)
+	}
+	for _, want := range []string{art.Reference, "osm-system/plugin-policy"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: refusal %q does not name %s", via, err, want)
+		}
 	}
 }
 
