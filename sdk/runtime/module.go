@@ -90,12 +90,8 @@ func (m *Module) init(ctx context.Context) (err error) {
 }
 
 // Render calls osm_render. An empty req.ABIVersion is set to abi.Version.
-func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
-	return m.render(ctx, req, nil)
-}
-
-func (m *Module) render(ctx context.Context, req *abi.RenderRequest, s *Session) (_ *abi.RenderResponse, err error) {
-	st := callStats{session: s}
+func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (_ *abi.RenderResponse, err error) {
+	var st callStats
 	defer m.observe(abi.ExportRender, time.Now(), &st, &err)
 	var resp abi.RenderResponse
 	r := *req // a shallow copy: callers may share one request between goroutines
@@ -131,12 +127,8 @@ func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (_ *abi
 }
 
 // Encode calls osm_encode.
-func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error) {
-	return m.encode(ctx, req, nil)
-}
-
-func (m *Module) encode(ctx context.Context, req *abi.EncodeRequest, s *Session) (_ *abi.EncodeResponse, err error) {
-	st := callStats{session: s}
+func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (_ *abi.EncodeResponse, err error) {
+	var st callStats
 	defer m.observe(abi.ExportEncode, time.Now(), &st, &err)
 	var resp abi.EncodeResponse
 	r := *req // a shallow copy: callers may share one request between goroutines
@@ -198,10 +190,9 @@ func (m *Module) Call(ctx context.Context, export string, in []byte) (_ []byte, 
 	return m.call(ctx, export, in, &st)
 }
 
-// callStats is what a call measured, for the Called hook, and the session it runs in, if any.
+// callStats is what a call measured, for the Called hook.
 type callStats struct {
-	memory  uint64
-	session *Session
+	memory uint64
 }
 
 // call runs export on a fresh instance, within the memory budget and the timeout.
@@ -218,9 +209,6 @@ func (m *Module) call(ctx context.Context, export string, in []byte, st *callSta
 	cfg := &m.rt.cfg
 	if len(in) > cfg.MaxRequestBytes {
 		return nil, m.fail(export, ReasonInvalidInput, fmt.Sprintf("request of %d bytes exceeds the limit of %d bytes", len(in), cfg.MaxRequestBytes), nil)
-	}
-	if s := st.session; s != nil {
-		return s.call(ctx, export, in, st)
 	}
 	// The instance's worst case is reserved before it exists, so that concurrent calls never hold more linear
 	// memory than the budget, whatever their guests do.

@@ -46,7 +46,7 @@ func withImage(start startState) startState {
 
 // prepare snapshots the module after its initialisation and osm_warmup (SPEC.md §6) and returns the module
 // rebuilt to start in that state, or the original when that is impossible. Every instance the host creates is
-// still fresh and private to one call or session; they start initialised instead of initialising themselves,
+// still fresh and private to one call; they start initialised instead of initialising themselves,
 // which was most of the cost of a render (instantiating a Go module: 3–4 ms, its runtime's start-up: 2 ms,
 // a first render building encoding/json's encoders: several ms).
 //
