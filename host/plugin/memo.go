@@ -35,6 +35,9 @@ type Memo struct {
 	inflight map[memoKey]chan struct{}
 
 	hits, misses atomic.Uint64
+	// waiting, if set, is called when a call starts waiting for another with the same key (tests order
+	// goroutines with it).
+	waiting func()
 }
 
 // Defaults of the output memo every Manager starts with.
@@ -169,6 +172,9 @@ func (c *Memo) begin(ctx context.Context, digest, export string, req []byte) *me
 	}
 	c.mu.Unlock()
 	if busy {
+		if c.waiting != nil {
+			c.waiting()
+		}
 		select {
 		case <-wait:
 			if out, ok := c.get(mc.key); ok {

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 func TestMemoBoundsAndCopies(t *testing.T) {
@@ -64,45 +63,59 @@ func TestMemoBoundsAndCopies(t *testing.T) {
 }
 
 // Calls with the same key at once run the plugin once; a failed call is not remembered and lets the others run.
+// The first call holds its result until every other has started waiting for it (Memo.waiting): no sleeps.
 func TestMemoCoalescesConcurrentCalls(t *testing.T) {
-	c := NewMemo(10, 1<<20)
 	var runs atomic.Int32
-	call := func(fail bool) ([]byte, bool) {
+	// call runs through c; a call that misses reports began, then waits for release before it returns.
+	call := func(c *Memo, fail bool, began chan<- struct{}, release <-chan struct{}) ([]byte, bool) {
 		mc := c.begin(context.Background(), "d", "osm_render", []byte("req"))
 		defer mc.end()
 		if mc.hit {
 			return mc.out, true
 		}
 		runs.Add(1)
-		time.Sleep(50 * time.Millisecond)
+		if began != nil {
+			close(began)
+		}
+		if release != nil {
+			<-release
+		}
 		if fail {
 			return nil, false
 		}
 		mc.keep([]byte("out"))
 		return []byte("out"), false
 	}
-	var wg sync.WaitGroup
-	for range 8 {
-		wg.Add(1)
-		go func() { defer wg.Done(); call(false) }()
+	// lead starts a call that misses and holds its result until release, once followers are waiting for it.
+	lead := func(c *Memo, fail bool, followers int) (release chan struct{}, done *sync.WaitGroup) {
+		var waiting sync.WaitGroup
+		waiting.Add(followers)
+		c.waiting = waiting.Done
+		began, release, done := make(chan struct{}), make(chan struct{}), &sync.WaitGroup{}
+		done.Go(func() { call(c, fail, began, release) })
+		<-began
+		for range followers {
+			done.Go(func() { call(c, false, nil, nil) })
+		}
+		waiting.Wait()
+		return release, done
 	}
-	wg.Wait()
+
+	c := NewMemo(10, 1<<20)
+	release, done := lead(c, false, 7)
+	close(release)
+	done.Wait()
 	if n := runs.Load(); n != 1 {
 		t.Errorf("8 concurrent calls ran the plugin %d times, want 1", n)
 	}
-	if out, hit := call(false); !hit || string(out) != "out" {
+	if out, hit := call(c, false, nil, nil); !hit || string(out) != "out" {
 		t.Errorf("later call: %q hit %t", out, hit)
 	}
 
 	runs.Store(0)
-	f := NewMemo(10, 1<<20)
-	c = f
-	var first sync.WaitGroup
-	first.Add(1)
-	go func() { defer first.Done(); call(true) }()
-	time.Sleep(10 * time.Millisecond)
-	call(false) // waits for the failing call, then runs itself
-	first.Wait()
+	release, done = lead(NewMemo(10, 1<<20), true, 1) // the follower waits for the failing call, then runs itself
+	close(release)
+	done.Wait()
 	if n := runs.Load(); n != 2 {
 		t.Errorf("after a failed call the waiting one ran %d calls in all, want 2", n)
 	}
