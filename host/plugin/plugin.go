@@ -105,11 +105,12 @@ func (p *Plugin) Discard() {
 	}
 }
 
-// send is the one way a request reaches a plugin: it encodes req as the ABI's JSON, answers from the memo
-// (memo.go) when it can — a hit neither loads the module nor reaches the plugin host, so the module of a
+// send is the one way a request reaches a plugin: it encodes req as the ABI's JSON (encoding/json: the
+// controller parses untrusted plugin output with the standard library only), answers from the memo
+// (memo.go) with a copy of a remembered response when it can — a hit neither loads the module nor reaches the plugin host, so the module of a
 // profile whose MachineDeployments all render alike can stay unloaded — and otherwise pins the module for
 // the call's duration (loading or pulling it again if the Manager unloaded it meanwhile), runs export in the
-// plugin host, and decodes and checks the answer. Its failures are callFailure's.
+// plugin host, and decodes and checks the answer, which the memo then remembers. Its failures are callFailure's.
 func send[Resp any, PResp interface {
 	*Resp
 	Check() error
@@ -124,31 +125,31 @@ func send[Resp any, PResp interface {
 	}
 	memo := p.m.Memo().begin(ctx, digest, export, in)
 	defer memo.end()
-	out := memo.out
-	if !memo.hit {
-		mod, release, err := p.acquire(ctx)
-		if err != nil {
-			return nil, callFailure(err)
-		}
-		if digest != "" && mod.Digest() != digest {
-			release()
-			return nil, callFailure(fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, digest, mod.Digest()))
-		}
-		out, err = p.m.host.Call(ctx, mod.src, export, in)
-		release()
-		if err != nil {
-			return nil, callFailure(err)
-		}
+	if memo.hit {
+		return memo.resp.(*Resp), nil
 	}
-	var resp Resp
-	if err := runtime.DecodeOutput(out, &resp); err != nil {
+	mod, release, err := p.acquire(ctx)
+	if err != nil {
+		return nil, callFailure(err)
+	}
+	if digest != "" && mod.Digest() != digest {
+		release()
+		return nil, callFailure(fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, digest, mod.Digest()))
+	}
+	out, err := p.m.host.Call(ctx, mod.src, export, in)
+	release()
+	if err != nil {
+		return nil, callFailure(err)
+	}
+	resp := new(Resp)
+	if err := json.Unmarshal(out, resp); err != nil {
 		return fail(runtime.ReasonInvalidOutput, fmt.Sprintf("output is not a valid %s response: %v", export, err), err)
 	}
-	if err := PResp(&resp).Check(); err != nil {
+	if err := PResp(resp).Check(); err != nil {
 		return fail(runtime.ReasonInvalidOutput, err.Error(), err)
 	}
-	memo.keep(out)
-	return &resp, nil
+	memo.keep(resp, len(out))
+	return resp, nil
 }
 
 // name is what the plugin host calls the module: its label, built-in name or image repository.

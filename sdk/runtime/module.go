@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/internal/wasmcheck"
-	"github.com/osmhq/osm/sdk/internal/wirejson"
 )
 
 // Module is a loaded plugin: compiled code and validated metadata. It is safe for concurrent use; each call
@@ -157,26 +155,10 @@ func (m *Module) typedCall(ctx context.Context, export string, req, resp any, st
 	if err != nil {
 		return err
 	}
-	if err := decodeOutput(out, resp); err != nil {
+	if err := json.Unmarshal(out, resp); err != nil {
 		return m.fail(export, ReasonInvalidOutput, "output is not a valid "+export+" response: "+err.Error(), err)
 	}
 	return nil
-}
-
-// DecodeOutput decodes an export's JSON output into resp exactly as encoding/json would, faster: for hosts that
-// run a module's exports elsewhere (osm-controller's plugin host) and decode the answers themselves.
-func DecodeOutput(out []byte, resp any) error { return decodeOutput(out, resp) }
-
-// decodeOutput decodes an export's output like encoding/json, about four times faster: a realistic render
-// response took ~190 µs with encoding/json. The SDK's codec is held to encoding/json's results by differential
-// and fuzz tests; when it refuses a document, encoding/json decodes it again, so that the error (and, should
-// the two ever disagree, the result) is encoding/json's.
-func decodeOutput(out []byte, resp any) error {
-	if wirejson.Unmarshal(out, resp) == nil {
-		return nil
-	}
-	reflect.ValueOf(resp).Elem().SetZero() // forget what the failed decode filled in
-	return json.Unmarshal(out, resp)
 }
 
 // Call runs an export on raw input and returns its raw output. Render, Validate and Encode are the typed
