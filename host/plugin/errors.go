@@ -74,10 +74,8 @@ func mayPass(err error) bool {
 	return r == "" || loadOutcomes[r].transient
 }
 
-// callFailure is a failed call of a loaded plugin as the render reports it: PluginFailed, transient.
-func callFailure(err error) error {
-	if err == nil {
-		return nil
-	}
+// callFailure is a failed call (err is not nil) of a loaded plugin as the render reports it: PluginFailed,
+// transient.
+func callFailure(err error) *render.Error {
 	return &render.Error{Reason: osmv1alpha1.ReasonPluginFailed, Err: err, Transient: true}
 }

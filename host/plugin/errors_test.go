@@ -21,7 +21,7 @@ func TestFailureTable(t *testing.T) {
 	builtin, image := Reference{Builtin: "ubuntu"}, Reference{Image: "registry.invalid/os@sha256:00"}
 	for _, tc := range []struct {
 		name      string
-		err       error
+		err       *render.Error
 		reason    string
 		transient bool
 	}{
@@ -41,7 +41,7 @@ func TestFailureTable(t *testing.T) {
 		if got, tr := render.Reason(tc.err), render.Transient(tc.err); got != tc.reason || tr != tc.transient {
 			t.Errorf("%s: reason %s transient %v, want %s %v", tc.name, got, tr, tc.reason, tc.transient)
 		}
-		if !errors.Is(tc.err, tc.err.(*render.Error).Err) {
+		if !errors.Is(tc.err, tc.err.Err) {
 			t.Errorf("%s: the cause is lost", tc.name)
 		}
 	}
