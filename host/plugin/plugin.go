@@ -106,11 +106,12 @@ func (p *Plugin) Discard() {
 }
 
 // send is the one way a request reaches a plugin: it encodes req as the ABI's JSON (encoding/json: the
-// controller parses untrusted plugin output with the standard library only), answers from the memo
-// (memo.go) with a copy of a remembered response when it can — a hit neither loads the module nor reaches the plugin host, so the module of a
-// profile whose MachineDeployments all render alike can stay unloaded — and otherwise pins the module for
-// the call's duration (loading or pulling it again if the Manager unloaded it meanwhile), runs export in the
-// plugin host, and decodes and checks the answer, which the memo then remembers. Its failures are callFailure's.
+// controller parses untrusted plugin output with the standard library only) and answers from the memo
+// (memo.go) with a copy of a remembered response when it can: a hit neither loads the module nor reaches the
+// plugin host, so the module of a profile whose MachineDeployments all render alike can stay unloaded.
+// Otherwise it pins the module for the call's duration (loading or pulling it again if the Manager unloaded
+// it meanwhile), runs export in the plugin host, and decodes and checks the answer, which the memo then
+// remembers. Its failures are callFailure's.
 func send[Resp any, PResp interface {
 	*Resp
 	Check() error
