@@ -13,7 +13,7 @@ PHASE := hack/phase.sh
 # bounded plugin waits, and in the SDK the sandbox runtime. The rest is single-goroutine CPU work (osmctl, the
 # default plugins, templates, encoders, API types) and runs without it: in a cold CI run under -race on two
 # cores, cmd/osmctl took 580 s and plugins 297 s. RACE= turns -race off everywhere.
-RACE_PKGS := ^github.com/osmhq/osm/(cmd/osm-controller|host/(app|clusterinfo|controllers/.*|credentials|internal/parallel|oci|plugin|pluginhost|pluginsource|render|validation|webhooks))$$
+RACE_PKGS := ^github.com/osmhq/osm/(cmd/osm-controller|host/(app|clusterinfo|controllers/.*|credentials|internal/parallel|oci|plugin|pluginhost|render|validation|webhooks))$$
 SDK_RACE_PKGS := ^github.com/osmhq/osm/sdk/runtime$$
 BENCH_FLAGS ?= -run '^$$' -bench . -benchmem -count 5
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osmhq/osm/host/pluginsource"
+	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/plugins/pluginstest"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
@@ -66,7 +66,7 @@ func BenchmarkProcessBoundary(b *testing.B) {
 		cpu.report(b)
 	})
 	b.Run("plugin-host", func(b *testing.B) {
-		hosts := src.inner.(*pluginsource.Source).Manager.HostPIDs
+		hosts := src.inner.(*plugin.Resolver).Manager.HostPIDs
 		cpu := startCPU(hosts)
 		for b.Loop() {
 			if _, err := src.p.Render(ctx, distinct()); err != nil {

@@ -34,7 +34,6 @@ import (
 	"github.com/osmhq/osm/host/encode/cloudinit/cloudinittest"
 	"github.com/osmhq/osm/host/encode/ignition"
 	"github.com/osmhq/osm/host/plugin"
-	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/plugins/pluginstest"
@@ -64,14 +63,14 @@ var goldenCases = map[string]bool{
 }
 
 // newSource resolves built-in plugins from dist through the controller's plugin manager and source.
-func newSource(t testing.TB, dist fs.FS) *pluginsource.Source {
+func newSource(t testing.TB, dist fs.FS) *plugin.Resolver {
 	t.Helper()
 	m, err := plugin.New(plugin.Config{CacheDir: pluginstest.CacheDir(t), Precompiled: plugins.PrecompiledDir()}, dist, prometheus.NewRegistry(), logr.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	return &pluginsource.Source{Manager: m}
+	return &plugin.Resolver{Manager: m}
 }
 
 func settings() render.Settings {
@@ -452,7 +451,7 @@ func benchmarkRenderDefaultUbuntu(b *testing.B, noSnapshot bool) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = m.Close(context.Background()) })
-	r := &render.Renderer{Plugins: &pluginsource.Source{Manager: m}}
+	r := &render.Renderer{Plugins: &plugin.Resolver{Manager: m}}
 	in := render.Input{MachineDeployment: machineDeployment(b, osp, "aws"), Profile: osp, Settings: settings(),
 		Cluster: render.ClusterInfo{ServerURL: "https://api.example.com:6443", CACert: plugintest.CACert}}
 	ctx := context.Background()
@@ -527,7 +526,7 @@ func ubuntuProvisioningRequest(b *testing.B) *recordingSource {
 // the pipeline builds for a default profile, reporting the median and 99th percentile call time.
 func BenchmarkPluginCallDefaultUbuntu(b *testing.B) {
 	src := ubuntuProvisioningRequest(b)
-	src.inner.(*pluginsource.Source).Manager.SetMemo(nil) // a call, not a remembered answer
+	src.inner.(*plugin.Resolver).Manager.SetMemo(nil) // a call, not a remembered answer
 	ctx := context.Background()
 	req := src.last // the provisioning stage, rendered last
 	reqJSON, _ := json.Marshal(req)

@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/osmhq/osm/host/plugin"
-	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/plugins/pluginstest"
@@ -32,7 +31,7 @@ func TestSnapshotsRenderWhatFreshInstancesRender(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = m.Close(context.Background()) })
-		return &render.Renderer{Plugins: &pluginsource.Source{Manager: m}}
+		return &render.Renderer{Plugins: &plugin.Resolver{Manager: m}}
 	}
 	snapshot, fresh := renderer(false), renderer(true)
 	userData := func(t *testing.T, r *render.Renderer, in render.Input) map[abi.Stage]string {

@@ -20,7 +20,6 @@ import (
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/oci"
 	"github.com/osmhq/osm/host/plugin"
-	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
 )
 
@@ -199,7 +198,7 @@ func (r *registryFlags) explain(err error) error {
 // profile's pullSecret from, so every image is pulled with the local docker config's credentials.
 const localDockerConfig = "local docker config"
 
-// cliSource resolves profile plugins like the controller (pluginsource over a plugin.Manager), with registry
+// cliSource resolves profile plugins like the controller (a plugin.Resolver over a plugin.Manager), with registry
 // credentials from the docker config instead of pull Secrets.
 type cliSource struct {
 	manager  *plugin.Manager
@@ -213,7 +212,7 @@ var _ render.PluginSource = (*cliSource)(nil)
 
 func (s *cliSource) Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (render.Plugin, error) {
 	if ref.Image == "" {
-		return (&pluginsource.Source{Manager: s.manager}).Resolve(ctx, namespace, ref)
+		return (&plugin.Resolver{Manager: s.manager}).Resolve(ctx, namespace, ref)
 	}
 	creds, err := s.credentials(ctx, ref.Image)
 	if err != nil {
@@ -227,7 +226,7 @@ func (s *cliSource) Resolve(ctx context.Context, namespace string, ref *osmv1alp
 			return nil, err
 		}
 	}
-	src := &pluginsource.Source{Manager: manager, PullSecret: func(context.Context, string, string) ([]byte, error) { return creds, nil }, WaitForPulls: true}
+	src := &plugin.Resolver{Manager: manager, PullSecret: func(context.Context, string, string) ([]byte, error) { return creds, nil }, WaitForPulls: true}
 	p, err := src.Resolve(ctx, namespace, &withCreds)
 	var re *render.Error
 	if errors.As(err, &re) {

@@ -30,7 +30,6 @@ import (
 	"github.com/osmhq/osm/host/controllers/rollout"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/plugin"
-	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/scheme"
 	"github.com/osmhq/osm/host/validation"
@@ -161,7 +160,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	if err := mgr.Add(closeOnStop(plugins)); err != nil {
 		return nil, err
 	}
-	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()),
+	source := &plugin.Resolver{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()),
 		Verification: verification(mgr.GetAPIReader(), o.Settings.Namespace, o.PluginVerificationPolicy, o.PluginVerifier, o.Logger.WithName("signature"))}
 	settings := o.Settings
 	auth, hosts, err := registryCredentials(ctx, worker.GetAPIReader(), o.RegistryCredentialsSecret)
@@ -236,7 +235,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	}
 	if o.Webhook.Port != 0 {
 		// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
-		admission := &pluginsource.Source{Manager: plugins, PullSecret: source.PullSecret, WaitForPulls: true, Verification: source.Verification}
+		admission := &plugin.Resolver{Manager: plugins, PullSecret: source.PullSecret, WaitForPulls: true, Verification: source.Verification}
 		// Reviews wait for a plugin's load only within a bound; the default profiles need no plugin at admission,
 		// and their plugins are loaded in the background at start (webhooks.Setup).
 		if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: admission, Settings: settings, Shipped: defaults}); err != nil {
@@ -265,7 +264,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 	return mgr, nil
 }
 
-func pullSecrets(c client.Reader) pluginsource.PullSecretFunc {
+func pullSecrets(c client.Reader) plugin.PullSecretFunc {
 	return func(ctx context.Context, namespace, name string) ([]byte, error) {
 		s := &corev1.Secret{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, s); err != nil {

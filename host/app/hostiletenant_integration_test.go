@@ -17,13 +17,13 @@ import (
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/app"
-	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // hostileTenantSetup starts the real controller against a real API server with the shipped ubuntu plugin (a
@@ -127,7 +127,7 @@ func TestAStuckTenantModuleCostsOnlyItself(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
-	c := hostileTenantSetup(t, map[string][]byte{"stuck": handwasm.Spec{Initialize: handwasm.HeavyFillLoop, Pages: 1024}.Bytes()},
+	c := hostileTenantSetup(t, map[string][]byte{"stuck": wasmtest.Spec{Initialize: wasmtest.HeavyFillLoop, Pages: 1024}.Bytes()},
 		plugin.Config{Timeout: 10 * time.Minute})
 	calmUbuntu := renderIn(t, c, tenantB, "calm-ubuntu", "ubuntu", "osp-ubuntu")
 	calmTestos := renderIn(t, c, tenantB, "calm-testos", "testos", "osp-testos")
@@ -170,7 +170,7 @@ func TestAQuarantineExpires(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
-	c := hostileTenantSetup(t, map[string][]byte{"fill": handwasm.Plugin(nil, handwasm.HeavyFillLoop, 1024)},
+	c := hostileTenantSetup(t, map[string][]byte{"fill": wasmtest.Plugin(nil, wasmtest.HeavyFillLoop, 1024)},
 		plugin.Config{Timeout: time.Second, Host: plugin.HostConfig{Grace: 500 * time.Millisecond, Quarantine: 20 * time.Second}})
 	fill := testOSP("osp-fill", "v1.0.0")
 	fill.Namespace = tenantA

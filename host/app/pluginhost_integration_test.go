@@ -19,9 +19,9 @@ import (
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/app"
-	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/plugin"
 	"github.com/osmhq/osm/host/testenv"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // hostilePlugin is a module a test attacks the controller with, the reason its MachineDeployments must fail
@@ -40,26 +40,26 @@ type hostilePlugin struct {
 // TestModulesRefusedBeforeCompiling replays them in the runtime alone). Each must fail only its own
 // MachineDeployments, with the reason given.
 func hostilePlugins() map[string]hostilePlugin {
-	oneFunc := []wasmSection{{1, [][]byte{{0x60, 0, 0}}}, {3, [][]byte{{0}}}} // type () -> (), one function of it
+	oneFunc := []wasmtest.RawSection{{ID: 1, Entries: [][]byte{{0x60, 0, 0}}}, {ID: 3, Entries: [][]byte{{0}}}} // type () -> (), one function of it
 	grow := []byte{0xd0, 0x70, 0x41, 0xff, 0xff, 0xff, 0xff, 0x07, 0xfc, 0x0f, 0x00, 0x1a}
 	failed, invalid := osmv1alpha1.ReasonPluginFailed, osmv1alpha1.ReasonPluginInvalid
 	return map[string]hostilePlugin{
-		"spin":        {handwasm.Plugin(nil, handwasm.Spin, 1), failed, nil},
-		"fill":        {handwasm.Plugin(nil, handwasm.FillLoop, 1024), failed, nil},
-		"heavy-fill":  {handwasm.Plugin(nil, handwasm.HeavyFillLoop, 1024), failed, nil},
-		"copy":        {handwasm.Plugin(nil, handwasm.CopyLoop, 1024), failed, nil},
-		"random":      {handwasm.Plugin(nil, handwasm.RandomLoop, 1024, handwasm.RandomGet), failed, nil},
-		"recursion":   {handwasm.Plugin(nil, handwasm.SelfRecursiveRender, 1), failed, nil},
-		"metadata":    {handwasm.Plugin(handwasm.HeavyFillLoop, nil, 1024), failed, nil},
-		"initialize":  {handwasm.Spec{Initialize: handwasm.HeavyFillLoop, Pages: 1024}.Bytes(), failed, nil},
-		"compilebomb": {wasmModule(append(oneFunc, wasmSection{4, [][]byte{{0x70, 0x00, 0x01}}}, wasmSection{10, [][]byte{wasmBody(bytes.Repeat([]byte{0x41, 0x00, 0x11, 0x00, 0x00}, 100_000))}})...), failed, nil},
+		"spin":        {wasmtest.Plugin(nil, wasmtest.SpinRender, 1), failed, nil},
+		"fill":        {wasmtest.Plugin(nil, wasmtest.FillLoop, 1024), failed, nil},
+		"heavy-fill":  {wasmtest.Plugin(nil, wasmtest.HeavyFillLoop, 1024), failed, nil},
+		"copy":        {wasmtest.Plugin(nil, wasmtest.CopyLoop, 1024), failed, nil},
+		"random":      {wasmtest.Plugin(nil, wasmtest.RandomLoop, 1024, wasmtest.RandomGet), failed, nil},
+		"recursion":   {wasmtest.Plugin(nil, wasmtest.SelfRecursiveRender, 1), failed, nil},
+		"metadata":    {wasmtest.Plugin(wasmtest.HeavyFillLoop, nil, 1024), failed, nil},
+		"initialize":  {wasmtest.Spec{Initialize: wasmtest.HeavyFillLoop, Pages: 1024}.Bytes(), failed, nil},
+		"compilebomb": {wasmtest.Raw(append(oneFunc, wasmtest.RawSection{ID: 4, Entries: [][]byte{{0x70, 0x00, 0x01}}}, wasmtest.RawSection{ID: 10, Entries: [][]byte{wasmtest.Body(bytes.Repeat([]byte{0x41, 0x00, 0x11, 0x00, 0x00}, 100_000))}})...), failed, nil},
 		// 15 bytes claiming 2^32 data segments: "fatal error: runtime: out of memory".
 		"lying-count": {[]byte("\x00asm\x01\x00\x00\x00\x0b\x05\xff\xff\xff\xff\x0f"), invalid, []string{"4294967295 entries declared in 0 bytes"}},
 		// Grows a table by 2^31 entries (16 GiB) on the Go heap: "fatal error: out of memory" under ulimit -v 8000000.
-		"table-grow": {wasmModule(append(oneFunc, wasmSection{4, [][]byte{{0x70, 0x00, 0x00}}},
-			wasmSection{10, [][]byte{wasmBody(grow)}})...), invalid, []string{"table.grow on table 0, which declares no maximum"}},
+		"table-grow": {wasmtest.Raw(append(oneFunc, wasmtest.RawSection{ID: 4, Entries: [][]byte{{0x70, 0x00, 0x00}}},
+			wasmtest.RawSection{ID: 10, Entries: [][]byte{wasmtest.Body(grow)}})...), invalid, []string{"table.grow on table 0, which declares no maximum"}},
 		// A million globals in 5 MB held 1.3 GiB once loaded.
-		"globals": {wasmModule(wasmSection{6, slices.Repeat([][]byte{{0x7f, 0x00, 0x41, 0x00, 0x0b}}, 1_001)}), invalid, []string{"globals 1001 exceeds the limit of 1000"}},
+		"globals": {wasmtest.Raw(wasmtest.RawSection{ID: 6, Entries: slices.Repeat([][]byte{{0x7f, 0x00, 0x41, 0x00, 0x0b}}, 1_001)}), invalid, []string{"globals 1001 exceeds the limit of 1000"}},
 	}
 }
 

@@ -16,7 +16,6 @@ import (
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/plugin"
-	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/scheme"
 	"github.com/osmhq/osm/host/validation"
@@ -74,7 +73,7 @@ func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
 		return nil, err
 	}
 	// Admission waits for plugin pulls (within the pull timeout): someone is waiting for the answer.
-	source := &pluginsource.Source{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()), WaitForPulls: true,
+	source := &plugin.Resolver{Manager: plugins, PullSecret: pullSecrets(mgr.GetAPIReader()), WaitForPulls: true,
 		Verification: verification(mgr.GetAPIReader(), o.Settings.Namespace, o.PluginVerificationPolicy, o.PluginVerifier, o.Logger.WithName("signature"))}
 	if err := webhooks.Setup(mgr, &validation.ProfileValidator{Plugins: source, Settings: o.Settings, Shipped: o.Defaults}); err != nil {
 		return nil, err

@@ -11,17 +11,19 @@ import (
 )
 
 // Plugins are deterministic: a module's export given the same request bytes returns the same output (they get
-// no clock, randomness, network or files, and every call runs on a fresh instance). A Memo remembers outputs
-// by sha256(module digest, export, request), so MachineDeployments whose requests are identical — the render
+// no clock, randomness, network or files, and every call runs on a fresh instance). A Memo remembers decoded
+// responses by sha256(module digest, export, request), so MachineDeployments whose requests are identical — the render
 // pipeline hands plugins placeholders for credentials and for each MachineDeployment's name, namespace and
 // revision, so neighbours differ in nothing else — cost one plugin call between them.
 //
-// It is an output memo, not a shared instance: no instance state crosses calls, only the bytes a call
-// returned, and only after they decoded and passed the response's checks. Failed calls are never remembered.
+// It is an output memo, not a shared instance: no instance state crosses calls, only the response a call
+// returned, and only after it decoded and passed the response's checks. Failed calls are never remembered.
+// Remembering the decoded response, not its JSON, spares a hit the decode: a hit costs a deep copy (clone).
 // A request that carries anything of its own (a plugin that asked for the real names, other SSH keys) simply
 // has another key. Requests hold placeholders, never credentials, so neither do the keys or the outputs.
 //
-// Bounded by entries and bytes, least recently used first out; a hit returns a copy. Concurrent calls with the
+// Bounded by entries and by the bytes of the outputs the responses were decoded from, least recently used
+// first out; a hit returns a deep copy. Concurrent calls with the
 // same key wait for the first instead of running the plugin each (a controller starting with hundreds of
 // MachineDeployments and ten workers would otherwise run the same render ten times over).
 type Memo struct {
@@ -35,6 +37,9 @@ type Memo struct {
 	inflight map[memoKey]chan struct{}
 
 	hits, misses atomic.Uint64
+	// waiting, if set, is called when a call starts waiting for another with the same key (tests order
+	// goroutines with it).
+	waiting func()
 }
 
 // Defaults of the output memo every Manager starts with.
@@ -55,7 +60,10 @@ type memoKey [sha256.Size]byte
 
 type memoEntry struct {
 	key memoKey
-	out []byte
+	// resp is a pointer to the decoded response, which no caller holds (put and get copy it).
+	resp any
+	// size is the length of the output resp was decoded from: what the byte bound counts.
+	size int64
 }
 
 // NewMemo returns a memo bounded by maxEntries outputs and maxBytes bytes of them; nil (no memo) when either is
@@ -97,26 +105,27 @@ func (c *Memo) Stats() MemoStats {
 	return MemoStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Entries: len(c.entries), Bytes: c.bytes}
 }
 
-// get returns a copy of the output remembered for key.
-func (c *Memo) get(key memoKey) ([]byte, bool) {
+// get returns a copy of the response remembered for key.
+func (c *Memo) get(key memoKey) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.getLocked(key)
 }
 
-func (c *Memo) getLocked(key memoKey) ([]byte, bool) {
+func (c *Memo) getLocked(key memoKey) (any, bool) {
 	el, ok := c.entries[key]
 	if !ok {
 		return nil, false
 	}
 	c.lru.MoveToFront(el)
-	return append([]byte(nil), el.Value.(*memoEntry).out...), true
+	return clone(el.Value.(*memoEntry).resp), true
 }
 
-// put remembers a copy of out for key, evicting the least recently used outputs beyond the bounds. An output
-// larger than a quarter of the byte bound is not remembered: it would push out many others.
-func (c *Memo) put(key memoKey, out []byte) {
-	size := int64(len(out)) + int64(len(key))
+// put remembers a copy of resp, decoded from outputSize bytes, for key, evicting the least recently used
+// responses beyond the bounds. One whose output was larger than a quarter of the byte bound is not
+// remembered: it would push out many others.
+func (c *Memo) put(key memoKey, resp any, outputSize int) {
+	size := int64(outputSize) + int64(len(key))
 	if size > c.maxBytes/4 {
 		return
 	}
@@ -126,29 +135,29 @@ func (c *Memo) put(key memoKey, out []byte) {
 		c.lru.MoveToFront(el)
 		return
 	}
-	c.entries[key] = c.lru.PushFront(&memoEntry{key: key, out: append([]byte(nil), out...)})
+	c.entries[key] = c.lru.PushFront(&memoEntry{key: key, resp: clone(resp), size: size})
 	c.bytes += size
 	for len(c.entries) > c.maxEntries || c.bytes > c.maxBytes {
 		last := c.lru.Back()
 		e := last.Value.(*memoEntry)
 		c.lru.Remove(last)
 		delete(c.entries, e.key)
-		c.bytes -= int64(len(e.out)) + int64(len(e.key))
+		c.bytes -= e.size
 	}
 }
 
-// memoCall is one call's use of the memo: a remembered output (hit), or the duty to compute it, whose result
+// memoCall is one call's use of the memo: a remembered response (hit), or the duty to compute it, whose result
 // keep remembers, and end hands to the calls that waited for it.
 type memoCall struct {
 	c    *Memo
 	key  memoKey
-	out  []byte
+	resp any
 	hit  bool
 	lead chan struct{} // closed by end when this call computed for others
 }
 
-// begin looks key up. On a hit call.out is a copy of the output. Otherwise the caller runs the plugin, calls
-// keep with an output that decoded and checked, and end in any case. When another call is computing the same
+// begin looks key up. On a hit call.resp is a copy of the response. Otherwise the caller runs the plugin,
+// calls keep with a response that decoded and checked, and end in any case. When another call is computing the same
 // key, begin waits for it (or for ctx) first; if that call failed, the caller runs the plugin itself.
 func (c *Memo) begin(ctx context.Context, digest, export string, req []byte) *memoCall {
 	if c == nil {
@@ -156,10 +165,10 @@ func (c *Memo) begin(ctx context.Context, digest, export string, req []byte) *me
 	}
 	mc := &memoCall{c: c, key: newMemoKey(digest, export, req)}
 	c.mu.Lock()
-	if out, ok := c.getLocked(mc.key); ok {
+	if resp, ok := c.getLocked(mc.key); ok {
 		c.mu.Unlock()
 		c.hits.Add(1)
-		mc.out, mc.hit = out, true
+		mc.resp, mc.hit = resp, true
 		return mc
 	}
 	wait, busy := c.inflight[mc.key]
@@ -169,11 +178,14 @@ func (c *Memo) begin(ctx context.Context, digest, export string, req []byte) *me
 	}
 	c.mu.Unlock()
 	if busy {
+		if c.waiting != nil {
+			c.waiting()
+		}
 		select {
 		case <-wait:
-			if out, ok := c.get(mc.key); ok {
+			if resp, ok := c.get(mc.key); ok {
 				c.hits.Add(1)
-				mc.out, mc.hit = out, true
+				mc.resp, mc.hit = resp, true
 				return mc
 			}
 		case <-ctx.Done():
@@ -183,10 +195,10 @@ func (c *Memo) begin(ctx context.Context, digest, export string, req []byte) *me
 	return mc
 }
 
-// keep remembers the output of a call that missed.
-func (mc *memoCall) keep(out []byte) {
+// keep remembers the response of a call that missed, decoded from outputSize bytes.
+func (mc *memoCall) keep(resp any, outputSize int) {
 	if mc.c != nil && !mc.hit {
-		mc.c.put(mc.key, out)
+		mc.c.put(mc.key, resp, outputSize)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -103,7 +102,7 @@ func (m *Manager) acquire(ctx context.Context, digest string, owner *byte, load 
 func (m *Manager) load(ctx context.Context, s *slot, load loadFunc) {
 	defer close(s.loading)
 	if s.mod, s.err = load(ctx); s.err != nil {
-		if !transient(s.err) {
+		if !mayPass(s.err) {
 			m.mu.Lock()
 			if len(m.mods.failed) >= maxRememberedFailures {
 				for k := range m.mods.failed {
@@ -117,17 +116,6 @@ func (m *Manager) load(ctx context.Context, s *slot, load loadFunc) {
 		return
 	}
 	m.remember(s.mod)
-}
-
-// transient reports whether a load failure may not repeat, so it must not be remembered. A module's host
-// dying under it, and the quarantine that follows two such deaths, expire: the supervisor remembers them by
-// digest for as long as they last, and remembering them here would make the quarantine permanent.
-func transient(err error) bool {
-	switch runtime.ReasonOf(err) {
-	case runtime.ReasonTimeout, runtime.ReasonCanceled, runtime.ReasonClosed, pluginhost.ReasonQuarantined, pluginhost.ReasonHostCrashed, "":
-		return true
-	}
-	return false
 }
 
 // hold pins the slot of digest after any unload of it in progress has finished, creating the slot if create

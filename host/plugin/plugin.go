@@ -3,6 +3,7 @@ package plugin
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -67,7 +68,7 @@ func (p *Plugin) Render(ctx context.Context, req *abi.RenderRequest) (*abi.Rende
 func (p *Plugin) RenderAsGiven(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	r := *req
 	r.ABIVersion = cmp.Or(r.ABIVersion, abi.Version)
-	return typed[abi.RenderResponse](ctx, p, abi.ExportRender, &r)
+	return send[abi.RenderResponse](ctx, p, abi.ExportRender, &r)
 }
 
 // Digest is the digest of the module that runs.
@@ -82,29 +83,17 @@ func (p *Plugin) Validate(ctx context.Context, req *abi.ValidateRequest) (*abi.V
 	r := *req
 	r.Config = p.Config
 	r.ABIVersion = cmp.Or(r.ABIVersion, abi.Version)
-	return typed[abi.ValidateResponse](ctx, p, abi.ExportValidate, &r)
-}
-
-// typed runs export with req and returns its answer, decoded and checked.
-func typed[Resp any, PResp interface {
-	*Resp
-	Check() error
-}](ctx context.Context, p *Plugin, export string, req any) (*Resp, error) {
-	var resp Resp
-	if err := p.call(ctx, export, req, PResp(&resp)); err != nil {
-		return nil, err
-	}
-	return &resp, nil
+	return send[abi.ValidateResponse](ctx, p, abi.ExportValidate, &r)
 }
 
 // Encode calls osm_encode.
 func (p *Plugin) Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error) {
 	if !p.encodes {
-		return nil, &runtime.Error{Plugin: p.meta.Name, Digest: p.Source.ModuleDigest, Export: abi.ExportEncode, Reason: runtime.ReasonMissingExport, Detail: "plugin does not implement " + abi.ExportEncode}
+		return nil, callFailure(&runtime.Error{Plugin: p.meta.Name, Digest: p.Source.ModuleDigest, Export: abi.ExportEncode, Reason: runtime.ReasonMissingExport, Detail: "plugin does not implement " + abi.ExportEncode})
 	}
 	r := *req
 	r.ABIVersion = cmp.Or(r.ABIVersion, abi.Version)
-	return typed[abi.EncodeResponse](ctx, p, abi.ExportEncode, &r)
+	return send[abi.EncodeResponse](ctx, p, abi.ExportEncode, &r)
 }
 
 // Discard tells the Manager this Plugin will not be called again, as after an admission review: the module
@@ -116,28 +105,52 @@ func (p *Plugin) Discard() {
 	}
 }
 
-// call runs export with req and decodes the answer into resp. Outputs are remembered by module, export and
-// request (memo.go): a hit neither loads the module nor reaches the plugin host, so the module of a profile
-// whose MachineDeployments all render alike can stay unloaded.
-func (p *Plugin) call(ctx context.Context, export string, req any, resp interface{ Check() error }) error {
+// send is the one way a request reaches a plugin: it encodes req as the ABI's JSON (encoding/json: the
+// controller parses untrusted plugin output with the standard library only) and answers from the memo
+// (memo.go) with a copy of a remembered response when it can: a hit neither loads the module nor reaches the
+// plugin host, so the module of a profile whose MachineDeployments all render alike can stay unloaded.
+// Otherwise it pins the module for the call's duration (loading or pulling it again if the Manager unloaded
+// it meanwhile), runs export in the plugin host, and decodes and checks the answer, which the memo then
+// remembers. Its failures are callFailure's.
+func send[Resp any, PResp interface {
+	*Resp
+	Check() error
+}](ctx context.Context, p *Plugin, export string, req any) (*Resp, error) {
 	name, digest := p.name(), p.Source.ModuleDigest
-	in, err := encodeRequest(name, digest, export, req)
+	fail := func(reason runtime.Reason, detail string, err error) (*Resp, error) {
+		return nil, callFailure(&runtime.Error{Plugin: name, Digest: digest, Export: export, Reason: reason, Detail: detail, Err: err})
+	}
+	in, err := json.Marshal(req)
 	if err != nil {
-		return err
+		return fail(runtime.ReasonInvalidInput, "cannot encode the request: "+err.Error(), err)
 	}
 	memo := p.m.Memo().begin(ctx, digest, export, in)
 	defer memo.end()
-	out := memo.out
-	if !memo.hit {
-		if out, err = p.callHost(ctx, export, in); err != nil {
-			return err
-		}
+	if memo.hit {
+		return memo.resp.(*Resp), nil
 	}
-	if err := decodeResponse(name, digest, export, out, resp); err != nil {
-		return err
+	mod, release, err := p.acquire(ctx)
+	if err != nil {
+		return nil, callFailure(err)
 	}
-	memo.keep(out)
-	return nil
+	if digest != "" && mod.Digest() != digest {
+		release()
+		return nil, callFailure(fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, digest, mod.Digest()))
+	}
+	out, err := p.m.host.Call(ctx, mod.src, export, in)
+	release()
+	if err != nil {
+		return nil, callFailure(err)
+	}
+	resp := new(Resp)
+	if err := json.Unmarshal(out, resp); err != nil {
+		return fail(runtime.ReasonInvalidOutput, fmt.Sprintf("output is not a valid %s response: %v", export, err), err)
+	}
+	if err := PResp(resp).Check(); err != nil {
+		return fail(runtime.ReasonInvalidOutput, err.Error(), err)
+	}
+	memo.keep(resp, len(out))
+	return resp, nil
 }
 
 // name is what the plugin host calls the module: its label, built-in name or image repository.
@@ -147,19 +160,6 @@ func (p *Plugin) name() string {
 	}
 	repo, _, _ := strings.Cut(p.ref.Image, "@")
 	return repo
-}
-
-// callHost pins the module for the call's duration and runs export in the plugin host.
-func (p *Plugin) callHost(ctx context.Context, export string, in []byte) ([]byte, error) {
-	mod, release, err := p.acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer release()
-	if p.Source.ModuleDigest != "" && mod.Digest() != p.Source.ModuleDigest {
-		return nil, fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, p.Source.ModuleDigest, mod.Digest())
-	}
-	return p.m.host.Call(ctx, mod.src, export, in)
 }
 
 // acquire pins the plugin's module, loading (built-in) or pulling and loading (image) it if needed.

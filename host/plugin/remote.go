@@ -2,12 +2,9 @@ package plugin
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/abi"
-	"github.com/osmhq/osm/sdk/runtime"
 )
 
 // module is a module loaded in the plugin host: what it declared, and how to send it to a host again (a
@@ -35,25 +32,4 @@ func (m *Manager) loadModule(ctx context.Context, src pluginhost.Module) (*modul
 		return nil, err
 	}
 	return &module{src: src, declared: declared{meta: res.Metadata, validates: res.Validates, encodes: res.Encodes}}, nil
-}
-
-// encodeRequest is req as the ABI's JSON.
-func encodeRequest(name, digest, export string, req any) ([]byte, error) {
-	in, err := json.Marshal(req)
-	if err != nil {
-		return nil, &runtime.Error{Plugin: name, Digest: digest, Export: export, Reason: runtime.ReasonInvalidInput, Detail: "cannot encode the request: " + err.Error(), Err: err}
-	}
-	return in, nil
-}
-
-// decodeResponse decodes and checks an export's answer.
-func decodeResponse(name, digest, export string, out []byte, resp interface{ Check() error }) error {
-	if err := runtime.DecodeOutput(out, resp); err != nil {
-		return &runtime.Error{Plugin: name, Digest: digest, Export: export, Reason: runtime.ReasonInvalidOutput,
-			Detail: fmt.Sprintf("output is not a valid %s response: %v", export, err), Err: err}
-	}
-	if err := resp.Check(); err != nil {
-		return &runtime.Error{Plugin: name, Digest: digest, Export: export, Reason: runtime.ReasonInvalidOutput, Detail: err.Error(), Err: err}
-	}
-	return nil
 }

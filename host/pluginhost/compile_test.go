@@ -12,10 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // TestATamperedCacheNeverRunsOtherCode: module A's compiled code in the cache is replaced by module B's (same
@@ -27,7 +27,7 @@ func TestATamperedCacheNeverRunsOtherCode(t *testing.T) {
 	cache := t.TempDir()
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.CacheDir = cache; c.Registerer = reg })
 	ctx := context.Background()
-	a, b := module("a", handwasm.Plugin(nil, handwasm.Output(5), 1)), module("b", handwasm.Plugin(nil, handwasm.Output(9), 1))
+	a, b := module("a", wasmtest.Plugin(nil, wasmtest.Output(5), 1)), module("b", wasmtest.Plugin(nil, wasmtest.Output(9), 1))
 	render := func(m pluginhost.Module) []byte {
 		t.Helper()
 		out, err := s.Call(ctx, m, abi.ExportRender, nil)
@@ -144,7 +144,7 @@ func compileBomb(depth int) []byte {
 		b.WriteByte(0x0b)
 	}
 	b.Write([]byte{0x41, 0x00})
-	return handwasm.Plugin(nil, b.Bytes(), 1)
+	return wasmtest.Plugin(nil, b.Bytes(), 1)
 }
 
 // TestACompileBombCostsOnlyItsModule: a module that takes wazero minutes and gigabytes to compile is killed
@@ -159,8 +159,8 @@ func TestACompileBombCostsOnlyItsModule(t *testing.T) {
 	})
 	ctx := context.Background()
 	bomb := module("bomb", compileBomb(1000))
-	benign := module("benign", handwasm.Plugin(nil, handwasm.Output(5), 1))
-	builtin := module("builtin", handwasm.Plugin(nil, handwasm.Output(7), 2))
+	benign := module("benign", wasmtest.Plugin(nil, wasmtest.Output(5), 1))
+	builtin := module("builtin", wasmtest.Plugin(nil, wasmtest.Output(7), 2))
 	builtin.Builtin = true
 	bombed := make(chan error, 1)
 	go func() {
@@ -206,7 +206,7 @@ func TestACompileBombCostsOnlyItsModule(t *testing.T) {
 // built-in host, given the build's digests, ignores the cache and renders A's own output.
 func TestATamperedPrecompiledCacheNeverRunsOtherCode(t *testing.T) {
 	ctx := context.Background()
-	a, b := module("a", handwasm.Plugin(nil, handwasm.Output(5), 1)), module("b", handwasm.Plugin(nil, handwasm.Output(9), 1))
+	a, b := module("a", wasmtest.Plugin(nil, wasmtest.Output(5), 1)), module("b", wasmtest.Plugin(nil, wasmtest.Output(9), 1))
 	a.Builtin, b.Builtin = true, true
 	src, built := t.TempDir(), t.TempDir()
 	var files []string
@@ -280,7 +280,7 @@ func TestAHostCompilesWhatItsCacheLacksInMemory(t *testing.T) {
 	cache := t.TempDir()
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.CacheDir = cache })
 	ctx := context.Background()
-	a, b := module("a", handwasm.Plugin(nil, handwasm.Output(5), 1)), module("b", handwasm.Plugin(nil, handwasm.Output(9), 1))
+	a, b := module("a", wasmtest.Plugin(nil, wasmtest.Output(5), 1)), module("b", wasmtest.Plugin(nil, wasmtest.Output(9), 1))
 	for _, m := range []pluginhost.Module{a, b} {
 		if _, err := s.Load(ctx, m); err != nil {
 			t.Fatal(err)
@@ -309,7 +309,7 @@ func TestAHostCompilesWhatItsCacheLacksInMemory(t *testing.T) {
 func TestARestartedControllerReusesWhatItCompiled(t *testing.T) {
 	cache := t.TempDir()
 	ctx := context.Background()
-	a, b := module("a", handwasm.Plugin(nil, handwasm.Output(5), 1)), module("b", handwasm.Plugin(nil, handwasm.Output(9), 1))
+	a, b := module("a", wasmtest.Plugin(nil, wasmtest.Output(5), 1)), module("b", wasmtest.Plugin(nil, wasmtest.Output(9), 1))
 	start := func() (*pluginhost.Supervisor, *prometheus.Registry) {
 		reg := prometheus.NewRegistry()
 		return newSupervisor(t, func(c *pluginhost.Config) { c.Host.CacheDir = cache; c.Registerer = reg }), reg

@@ -9,10 +9,10 @@ import (
 
 	"github.com/go-logr/logr/testr"
 
-	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // TestTheDedicatedHostServes builds cmd/osm-plugin-host and has a supervisor load and call a plugin in it, as
@@ -30,7 +30,7 @@ func TestTheDedicatedHostServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.Close)
-	wasm := handwasm.Plugin(nil, nil, 1)
+	wasm := wasmtest.Plugin(nil, nil, 1)
 	m := pluginhost.Module{Name: "hand", Digest: runtime.Digest(wasm), Bytes: func() ([]byte, func(), error) { return wasm, func() {}, nil }}
 	res, err := s.Load(context.Background(), m)
 	if err != nil || res.Metadata.Name != "hand" {

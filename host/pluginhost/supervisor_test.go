@@ -16,10 +16,10 @@ import (
 	"github.com/go-logr/logr/testr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/osmhq/osm/host/internal/handwasm"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // The test binary is the plugin host: it links pluginhost, whose init serves when the supervisor starts it.
@@ -61,7 +61,7 @@ func TestCallsRunInAHostProcess(t *testing.T) {
 	// Room for the recursion to reach wazero's stack limit, which takes seconds in a race-built host.
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.Timeout = time.Minute })
 	ctx := context.Background()
-	m := module("hand", handwasm.Plugin(nil, nil, 1))
+	m := module("hand", wasmtest.Plugin(nil, nil, 1))
 	res, err := s.Load(ctx, m)
 	if err != nil {
 		t.Fatal(err)
@@ -90,15 +90,15 @@ func TestCallsRunInAHostProcess(t *testing.T) {
 // CPU time, and the host serves the next call.
 func TestHostileCallsAreKilled(t *testing.T) {
 	ctx := context.Background()
-	for name, render := range map[string][]byte{"spin": handwasm.Spin, "memory.fill": handwasm.FillLoop, "memory.fill x100": handwasm.HeavyFillLoop,
-		"memory.copy": handwasm.CopyLoop, "random_get": handwasm.RandomLoop} {
+	for name, render := range map[string][]byte{"spin": wasmtest.SpinRender, "memory.fill": wasmtest.FillLoop, "memory.fill x100": wasmtest.HeavyFillLoop,
+		"memory.copy": wasmtest.CopyLoop, "random_get": wasmtest.RandomLoop} {
 		t.Run(name, func(t *testing.T) {
 			s := newSupervisor(t, nil)
-			hostile := module(name, handwasm.Plugin(nil, render, 1024, handwasm.RandomGet))
+			hostile := module(name, wasmtest.Plugin(nil, render, 1024, wasmtest.RandomGet))
 			if _, err := s.Call(ctx, hostile, abi.ExportRender, nil); reasonOf(err) != runtime.ReasonTimeout {
 				t.Fatalf("hostile call: %v, want Timeout", err)
 			}
-			if _, err := s.Call(ctx, module("benign", handwasm.Plugin(nil, nil, 1)), abi.ExportRender, nil); err != nil {
+			if _, err := s.Call(ctx, module("benign", wasmtest.Plugin(nil, nil, 1)), abi.ExportRender, nil); err != nil {
 				t.Errorf("next call: %v", err)
 			}
 		})
@@ -118,9 +118,9 @@ func TestATenantsModuleHasAHostOfItsOwn(t *testing.T) {
 		c.Registerer = reg
 	})
 	ctx := context.Background()
-	spinner := module("spin", handwasm.Plugin(nil, handwasm.Spin, 1))
-	benign := module("benign", handwasm.Plugin(nil, nil, 1))
-	builtinA, builtinB := module("builtin-a", handwasm.Plugin(nil, nil, 2)), module("builtin-b", handwasm.Plugin(nil, nil, 3))
+	spinner := module("spin", wasmtest.Plugin(nil, wasmtest.SpinRender, 1))
+	benign := module("benign", wasmtest.Plugin(nil, nil, 1))
+	builtinA, builtinB := module("builtin-a", wasmtest.Plugin(nil, nil, 2)), module("builtin-b", wasmtest.Plugin(nil, nil, 3))
 	builtinA.Builtin, builtinB.Builtin = true, true
 	for _, m := range []pluginhost.Module{spinner, benign, builtinA, builtinB} {
 		if _, err := s.Load(ctx, m); err != nil {
@@ -200,8 +200,8 @@ func counter(t testing.TB, reg *prometheus.Registry, name, label string) float64
 // would time out).
 func TestHostileLoadsAreKilled(t *testing.T) {
 	for name, wasm := range map[string][]byte{
-		"osm_metadata": handwasm.Plugin(handwasm.HeavyFillLoop, nil, 1024),
-		"_initialize":  handwasm.Spec{Initialize: handwasm.HeavyFillLoop, Pages: 1024}.Bytes(),
+		"osm_metadata": wasmtest.Plugin(wasmtest.HeavyFillLoop, nil, 1024),
+		"_initialize":  wasmtest.Spec{Initialize: wasmtest.HeavyFillLoop, Pages: 1024}.Bytes(),
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := newSupervisor(t, func(c *pluginhost.Config) {
@@ -214,7 +214,7 @@ func TestHostileLoadsAreKilled(t *testing.T) {
 			if r := reasonOf(err); r != runtime.ReasonTimeout {
 				t.Fatalf("load: %v, want Timeout", err)
 			}
-			if _, err := s.Load(context.Background(), module("hand", handwasm.Plugin(nil, nil, 1))); err != nil {
+			if _, err := s.Load(context.Background(), module("hand", wasmtest.Plugin(nil, nil, 1))); err != nil {
 				t.Fatalf("next load: %v", err)
 			}
 		})
@@ -227,7 +227,7 @@ func TestHostileLoadsAreKilled(t *testing.T) {
 func TestDeadlinesCountCPUTime(t *testing.T) {
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.WallFactor = 10 }) // budget 1.5 s of CPU, cap 15 s
 	ctx := context.Background()
-	m := module("hand", handwasm.Plugin(nil, nil, 1))
+	m := module("hand", wasmtest.Plugin(nil, nil, 1))
 	if _, err := s.Load(ctx, m); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestQuarantine(t *testing.T) {
 		c.Quarantine = 2 * time.Second
 	})
 	ctx := context.Background()
-	hostile := module("fill", handwasm.Plugin(nil, handwasm.HeavyFillLoop, 1024))
+	hostile := module("fill", wasmtest.Plugin(nil, wasmtest.HeavyFillLoop, 1024))
 	// One death with three calls in flight: one strike.
 	errs := make(chan error, 3)
 	for range 3 {
@@ -289,7 +289,7 @@ func TestQuarantine(t *testing.T) {
 	if s.HostPID(hostile) != 0 {
 		t.Error("a quarantined module's call started a host")
 	}
-	if _, err := s.Call(ctx, module("hand", handwasm.Plugin(nil, nil, 1)), abi.ExportRender, nil); err != nil {
+	if _, err := s.Call(ctx, module("hand", wasmtest.Plugin(nil, nil, 1)), abi.ExportRender, nil); err != nil {
 		t.Errorf("another module: %v", err)
 	}
 	for i := 0; reasonOf(err) == pluginhost.ReasonQuarantined; i++ {
@@ -316,7 +316,7 @@ func TestQuarantine(t *testing.T) {
 func TestMemoryWatchdog(t *testing.T) {
 	ctx := context.Background()
 	probe := newSupervisor(t, nil)
-	if _, err := probe.Load(ctx, module("hand", handwasm.Plugin(nil, nil, 1))); err != nil {
+	if _, err := probe.Load(ctx, module("hand", wasmtest.Plugin(nil, nil, 1))); err != nil {
 		t.Fatal(err)
 	}
 	// A host's resident memory with a module loaded, plus half of what the hog touches.
@@ -325,7 +325,7 @@ func TestMemoryWatchdog(t *testing.T) {
 		c.MaxRSS = limit
 		c.Host.Timeout = time.Hour
 	})
-	_, err := s.Call(ctx, module("hog", handwasm.Plugin(nil, handwasm.FillThenSpin, 1024)), abi.ExportRender, nil)
+	_, err := s.Call(ctx, module("hog", wasmtest.Plugin(nil, wasmtest.FillThenSpin, 1024)), abi.ExportRender, nil)
 	if reasonOf(err) != runtime.ReasonOutOfMemory {
 		t.Fatalf("hog: %v, want OutOfMemory", err)
 	}
@@ -337,8 +337,8 @@ func TestMemoryWatchdog(t *testing.T) {
 func TestAHostsDeathIsItsModules(t *testing.T) {
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.Host.Timeout = time.Hour })
 	ctx := context.Background()
-	slow := module("slow", handwasm.Plugin(nil, handwasm.Spin, 1024))
-	builtin := module("builtin-slow", handwasm.Plugin(nil, handwasm.Fills(40), 1024))
+	slow := module("slow", wasmtest.Plugin(nil, wasmtest.SpinRender, 1024))
+	builtin := module("builtin-slow", wasmtest.Plugin(nil, wasmtest.Fills(40), 1024))
 	builtin.Builtin = true
 	for _, tc := range []struct {
 		m    pluginhost.Module
@@ -398,7 +398,7 @@ func residentBytes(t *testing.T, pid int) uint64 {
 // quarantine every plugin, and is not restarted in a loop.
 func TestAHostThatCannotStartBlamesNoModule(t *testing.T) {
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.Executable = "/bin/true" })
-	m := module("hand", handwasm.Plugin(nil, nil, 1))
+	m := module("hand", wasmtest.Plugin(nil, nil, 1))
 	for i := range 3 {
 		_, err := s.Load(context.Background(), m)
 		if r := reasonOf(err); r != pluginhost.ReasonHostCrashed || !strings.Contains(err.Error(), "did not start") {
@@ -419,8 +419,8 @@ func TestTenantsHostsAreBounded(t *testing.T) {
 		c.Host.Timeout = time.Hour
 	})
 	ctx := context.Background()
-	a, b, c := module("a", handwasm.Plugin(nil, nil, 1)), module("b", handwasm.Plugin(nil, nil, 2)), module("c", handwasm.Plugin(nil, nil, 3))
-	builtin := module("builtin", handwasm.Plugin(nil, nil, 4))
+	a, b, c := module("a", wasmtest.Plugin(nil, nil, 1)), module("b", wasmtest.Plugin(nil, nil, 2)), module("c", wasmtest.Plugin(nil, nil, 3))
+	builtin := module("builtin", wasmtest.Plugin(nil, nil, 4))
 	builtin.Builtin = true
 	for _, m := range []pluginhost.Module{a, b, builtin, c} {
 		if _, err := s.Load(ctx, m); err != nil {
@@ -468,9 +468,9 @@ func TestANamespacesHostsAreBounded(t *testing.T) {
 	})
 	ctx := context.Background()
 	inNS := func(m pluginhost.Module, ns string) pluginhost.Module { m.Namespace = ns; return m }
-	a := inNS(module("a", handwasm.Plugin(nil, nil, 1)), "minting")
-	b := inNS(module("b", handwasm.Plugin(nil, nil, 2)), "minting")
-	other := inNS(module("other", handwasm.Plugin(nil, nil, 3)), "quiet")
+	a := inNS(module("a", wasmtest.Plugin(nil, nil, 1)), "minting")
+	b := inNS(module("b", wasmtest.Plugin(nil, nil, 2)), "minting")
+	other := inNS(module("other", wasmtest.Plugin(nil, nil, 3)), "quiet")
 	release := make(chan struct{})
 	held := make(chan error, 1)
 	go func() { held <- s.Hold(ctx, a, release) }()
@@ -505,8 +505,8 @@ func TestANamespacesHostsAreBounded(t *testing.T) {
 func TestTenantsHostsRunAtALowerPriority(t *testing.T) {
 	s := newSupervisor(t, nil)
 	ctx := context.Background()
-	tenant := module("tenant", handwasm.Plugin(nil, nil, 1))
-	builtin := module("builtin", handwasm.Plugin(nil, nil, 2))
+	tenant := module("tenant", wasmtest.Plugin(nil, nil, 1))
+	builtin := module("builtin", wasmtest.Plugin(nil, nil, 2))
 	builtin.Builtin = true
 	for _, m := range []pluginhost.Module{tenant, builtin} {
 		if _, err := s.Load(ctx, m); err != nil {
@@ -549,14 +549,14 @@ func TestTheWireIsBounded(t *testing.T) {
 	})
 	ctx := context.Background()
 	huge := strings.Repeat("x", 2<<20)
-	_, err := s.Load(ctx, module("bad-export", handwasm.Spec{BadExport: huge, Pages: 1}.Bytes()))
+	_, err := s.Load(ctx, module("bad-export", wasmtest.Spec{BadExport: huge, Pages: 1}.Bytes()))
 	if reasonOf(err) != runtime.ReasonInvalidModule {
 		t.Errorf("a module with a 2 MiB export name the compiler refuses: %v, want InvalidModule", truncated(err))
 	}
 	if err != nil && len(err.Error()) > 64<<10 {
 		t.Errorf("its error is %d bytes, want it truncated", len(err.Error()))
 	}
-	echo := module("error-input", handwasm.Plugin(nil, handwasm.ErrorInput, 64, handwasm.InputOffset, handwasm.ErrorSet))
+	echo := module("error-input", wasmtest.Plugin(nil, wasmtest.ErrorInput, 64, wasmtest.InputOffset, wasmtest.ErrorSet))
 	_, err = s.Call(ctx, echo, abi.ExportRender, []byte(huge))
 	if reasonOf(err) != runtime.ReasonPluginError {
 		t.Errorf("a plugin error set to its 2 MiB input: %v, want PluginError", truncated(err))
@@ -585,7 +585,7 @@ func TestAnIdleHostStops(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.IdleTimeout = idle })
 	ctx := context.Background()
-	m := module("hand", handwasm.Plugin(nil, nil, 1))
+	m := module("hand", wasmtest.Plugin(nil, nil, 1))
 	if _, err := s.Call(ctx, m, abi.ExportRender, []byte(`{}`)); err != nil {
 		t.Fatal(err)
 	}
@@ -608,7 +608,7 @@ func TestAnIdleHostStops(t *testing.T) {
 	}
 	// A call that runs past the idle timeout keeps its host: it ends by the call deadline (Timeout), not by
 	// the host stopping for idleness (Closed).
-	if _, err := s.Call(ctx, module("spin", handwasm.Plugin(nil, handwasm.Spin, 1)), abi.ExportRender, nil); reasonOf(err) != runtime.ReasonTimeout {
+	if _, err := s.Call(ctx, module("spin", wasmtest.Plugin(nil, wasmtest.SpinRender, 1)), abi.ExportRender, nil); reasonOf(err) != runtime.ReasonTimeout {
 		t.Errorf("a call longer than the idle timeout: %v, want Timeout", err)
 	}
 }

@@ -44,17 +44,8 @@ func withReason(reason string, err error) error {
 
 func unsupported(err error) error { return withReason(osmv1alpha1.ReasonUnsupported, err) }
 
-// pluginFailed is a plugin call that failed; it may not fail again.
+// pluginFailed is a plugin's output the render refuses (an encoder that dropped a placeholder); the same
+// inputs may render later, as after any failed plugin call.
 func pluginFailed(err error) error {
 	return &Error{Reason: osmv1alpha1.ReasonPluginFailed, Err: err, Transient: true}
-}
-
-// fromSource is a PluginSource's failure as the pipeline reports it. A source says what failed and whether it
-// may pass with an Error of its own (host/pluginsource marks a failed load or pull Transient); an error
-// without one is a plugin that was not found.
-func fromSource(err error) error {
-	if _, ok := errors.AsType[*Error](err); ok {
-		return err
-	}
-	return withReason(osmv1alpha1.ReasonPluginNotFound, err)
 }

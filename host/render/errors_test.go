@@ -25,8 +25,8 @@ func (pendingPull) Error() string             { return "still being pulled" }
 func (pendingPull) RetryAfter() time.Duration { return 2 * time.Second }
 
 // TestRenderErrorsSayWhetherRetryingMayHelp: a plugin source's failure renders with the source's reason and
-// says it may pass exactly when the source said so (host/pluginsource marks a failed load or pull Transient);
-// an error without a reason is a plugin that was not found, which does not pass; nor does a failure of the
+// says it may pass exactly when the source said so (host/plugin's failure table marks a failed load or pull
+// Transient); an error without a reason is RenderFailed, which does not pass; nor does a failure of the
 // inputs.
 func TestRenderErrorsSayWhetherRetryingMayHelp(t *testing.T) {
 	for _, tc := range []struct {
@@ -41,7 +41,7 @@ func TestRenderErrorsSayWhetherRetryingMayHelp(t *testing.T) {
 		{"pull refused for good", &render.Error{Reason: osmv1alpha1.ReasonPluginPullFailed, Err: errors.New("no pull Secret reader")}, osmv1alpha1.ReasonPluginPullFailed, false},
 		{"not a plugin", &render.Error{Reason: osmv1alpha1.ReasonPluginInvalid, Err: errors.New("no osm_render export")}, osmv1alpha1.ReasonPluginInvalid, false},
 		{"unknown built-in", &render.Error{Reason: osmv1alpha1.ReasonPluginNotFound, Err: errors.New("no built-in x")}, osmv1alpha1.ReasonPluginNotFound, false},
-		{"no reason", errors.New("no such plugin"), osmv1alpha1.ReasonPluginNotFound, false},
+		{"no reason", errors.New("no such plugin"), osmv1alpha1.ReasonRenderFailed, false},
 	} {
 		osp := secretProfile(t, abi.UtilityCloudInit)
 		osp.Spec.Plugin.Secrets = nil

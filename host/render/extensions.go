@@ -85,7 +85,7 @@ func (r *Renderer) resolve(ctx context.Context, m *machine, ref *osmv1alpha1.Plu
 		if !errors.As(err, &re) {
 			err = named(err)
 		}
-		return nil, fromSource(err)
+		return nil, err
 	}
 	md := p.Metadata()
 	osp := m.Profile

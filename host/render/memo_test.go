@@ -14,7 +14,6 @@ import (
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/plugin"
-	"github.com/osmhq/osm/host/pluginsource"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/plugins"
 	"github.com/osmhq/osm/sdk/abi"
@@ -109,7 +108,7 @@ func defaultProfile(t *testing.T, name string) *osmv1alpha1.OperatingSystemProfi
 func TestNeighboursRenderOnce(t *testing.T) {
 	osp := defaultProfile(t, "osp-ubuntu")
 	m, reg := defaultManager(t)
-	src := &pluginsource.Source{Manager: m}
+	src := &plugin.Resolver{Manager: m}
 
 	a := renderWith(t, src, osp, "md-a")
 	first := renderCalls(t, reg)
@@ -140,7 +139,7 @@ func TestNeighboursRenderOnce(t *testing.T) {
 	defer render.SetIdentityPlaceholders(false)()
 	plain, plainReg := defaultManager(t)
 	plain.SetMemo(nil)
-	plainSrc := &pluginsource.Source{Manager: plain}
+	plainSrc := &plugin.Resolver{Manager: plain}
 	for name, want := range map[string]rendered{"md-a": a, "md-b": b} {
 		got := renderWith(t, plainSrc, osp, name)
 		for _, c := range []struct{ what, got, want string }{{"OSC spec", got.osc, want.osc}, {"bootstrap", got.bootstrap, want.bootstrap},

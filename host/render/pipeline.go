@@ -273,7 +273,7 @@ func (o *Output) callRender(ctx context.Context, m *machine, p Plugin, config ma
 	}
 	resp, err := p.Render(ctx, req)
 	if err != nil {
-		return nil, pluginFailed(err)
+		return nil, err
 	}
 	o.Warnings = append(o.Warnings, resp.Warnings...)
 	o.noteDeferred(stage, resp)

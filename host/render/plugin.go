@@ -14,7 +14,8 @@ type Plugin interface {
 	Metadata() abi.Metadata
 	// Identity says exactly which module this is (name, version, source, digest).
 	Identity() osmv1alpha1.ResolvedPlugin
-	// Render calls osm_render.
+	// Render calls osm_render. Its failures, like Encode's, are *Error (PluginFailed) saying whether the
+	// same request may pass later; host/plugin's failure table decides.
 	Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error)
 	// Encode calls osm_encode; it fails if the plugin has no such export.
 	Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error)
@@ -22,8 +23,9 @@ type Plugin interface {
 
 // PluginSource resolves a profile's plugin reference to a loaded plugin.
 type PluginSource interface {
-	// Resolve loads the plugin a profile in namespace refers to. Errors carry a condition reason (see
-	// Reason): PluginNotFound, PluginPullFailed or PluginInvalid.
+	// Resolve loads the plugin a profile in namespace refers to. Errors are *Error with a condition reason
+	// (PluginNotFound, PluginPullFailed, PluginInvalid, PluginFailed, Signature*) and whether they may pass
+	// (host/plugin's failure table decides); an error without one is reported as RenderFailed.
 	Resolve(ctx context.Context, namespace string, ref *osmv1alpha1.PluginReference) (Plugin, error)
 }
 

@@ -149,7 +149,7 @@ func (o *Output) pluginEncode(ctx context.Context, stage abi.Stage, cfg *abi.Nod
 		ABIVersion: abi.Version, Stage: stage, ProvisioningUtility: o.Utility(), Context: rc, Config: *cfg,
 	})
 	if err != nil {
-		return nil, pluginFailed(err)
+		return nil, err
 	}
 	return resp.UserData, nil
 }

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/osmhq/osm/sdk/internal/wasmtest"
 	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // sequentialIfs is a function body of n `if` blocks in a row: wazero's compile time grows with the square of

@@ -3,7 +3,7 @@ package runtime_test
 import (
 	"bytes"
 
-	"github.com/osmhq/osm/sdk/internal/wasmtest"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // Hand-written plugins: modules no Go toolchain would emit, speaking the Extism ABI directly. Each returns

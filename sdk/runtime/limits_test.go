@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/osmhq/osm/sdk/abi"
-	"github.com/osmhq/osm/sdk/internal/wasmtest"
 	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // TestMemoryBudgetHolds replays the memory attack: many concurrent renders of a plugin that allocates up to its

@@ -5,13 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/internal/wasmcheck"
-	"github.com/osmhq/osm/sdk/internal/wirejson"
 )
 
 // Module is a loaded plugin: compiled code and validated metadata. It is safe for concurrent use; each call
@@ -90,12 +88,8 @@ func (m *Module) init(ctx context.Context) (err error) {
 }
 
 // Render calls osm_render. An empty req.ABIVersion is set to abi.Version.
-func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
-	return m.render(ctx, req, nil)
-}
-
-func (m *Module) render(ctx context.Context, req *abi.RenderRequest, s *Session) (_ *abi.RenderResponse, err error) {
-	st := callStats{session: s}
+func (m *Module) Render(ctx context.Context, req *abi.RenderRequest) (_ *abi.RenderResponse, err error) {
+	var st callStats
 	defer m.observe(abi.ExportRender, time.Now(), &st, &err)
 	var resp abi.RenderResponse
 	r := *req // a shallow copy: callers may share one request between goroutines
@@ -131,12 +125,8 @@ func (m *Module) Validate(ctx context.Context, req *abi.ValidateRequest) (_ *abi
 }
 
 // Encode calls osm_encode.
-func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.EncodeResponse, error) {
-	return m.encode(ctx, req, nil)
-}
-
-func (m *Module) encode(ctx context.Context, req *abi.EncodeRequest, s *Session) (_ *abi.EncodeResponse, err error) {
-	st := callStats{session: s}
+func (m *Module) Encode(ctx context.Context, req *abi.EncodeRequest) (_ *abi.EncodeResponse, err error) {
+	var st callStats
 	defer m.observe(abi.ExportEncode, time.Now(), &st, &err)
 	var resp abi.EncodeResponse
 	r := *req // a shallow copy: callers may share one request between goroutines
@@ -165,26 +155,10 @@ func (m *Module) typedCall(ctx context.Context, export string, req, resp any, st
 	if err != nil {
 		return err
 	}
-	if err := decodeOutput(out, resp); err != nil {
+	if err := json.Unmarshal(out, resp); err != nil {
 		return m.fail(export, ReasonInvalidOutput, "output is not a valid "+export+" response: "+err.Error(), err)
 	}
 	return nil
-}
-
-// DecodeOutput decodes an export's JSON output into resp exactly as encoding/json would, faster: for hosts that
-// run a module's exports elsewhere (osm-controller's plugin host) and decode the answers themselves.
-func DecodeOutput(out []byte, resp any) error { return decodeOutput(out, resp) }
-
-// decodeOutput decodes an export's output like encoding/json, about four times faster: a realistic render
-// response took ~190 µs with encoding/json. The SDK's codec is held to encoding/json's results by differential
-// and fuzz tests; when it refuses a document, encoding/json decodes it again, so that the error (and, should
-// the two ever disagree, the result) is encoding/json's.
-func decodeOutput(out []byte, resp any) error {
-	if wirejson.Unmarshal(out, resp) == nil {
-		return nil
-	}
-	reflect.ValueOf(resp).Elem().SetZero() // forget what the failed decode filled in
-	return json.Unmarshal(out, resp)
 }
 
 // Call runs an export on raw input and returns its raw output. Render, Validate and Encode are the typed
@@ -198,10 +172,9 @@ func (m *Module) Call(ctx context.Context, export string, in []byte) (_ []byte, 
 	return m.call(ctx, export, in, &st)
 }
 
-// callStats is what a call measured, for the Called hook, and the session it runs in, if any.
+// callStats is what a call measured, for the Called hook.
 type callStats struct {
-	memory  uint64
-	session *Session
+	memory uint64
 }
 
 // call runs export on a fresh instance, within the memory budget and the timeout.
@@ -218,9 +191,6 @@ func (m *Module) call(ctx context.Context, export string, in []byte, st *callSta
 	cfg := &m.rt.cfg
 	if len(in) > cfg.MaxRequestBytes {
 		return nil, m.fail(export, ReasonInvalidInput, fmt.Sprintf("request of %d bytes exceeds the limit of %d bytes", len(in), cfg.MaxRequestBytes), nil)
-	}
-	if s := st.session; s != nil {
-		return s.call(ctx, export, in, st)
 	}
 	// The instance's worst case is reserved before it exists, so that concurrent calls never hold more linear
 	// memory than the budget, whatever their guests do.

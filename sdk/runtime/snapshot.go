@@ -46,13 +46,18 @@ func withImage(start startState) startState {
 
 // prepare snapshots the module after its initialisation and osm_warmup (SPEC.md §6) and returns the module
 // rebuilt to start in that state, or the original when that is impossible. Every instance the host creates is
-// still fresh and private to one call or session; they start initialised instead of initialising themselves,
+// still fresh and private to one call; they start initialised instead of initialising themselves,
 // which was most of the cost of a render (instantiating a Go module: 3–4 ms, its runtime's start-up: 2 ms,
 // a first render building encoding/json's encoders: several ms).
 //
-// Kept by a controller-level figure (make bench-baseline, 2026-11-27, medians of 3): with every instance
-// initialising itself instead, the drop-in start with 500 MachineDeployments over five default OSes cost the
-// controller's process tree 9% more CPU (3.7 s against 3.4 s) and 7% more peak RSS (250 against 233 MiB).
+// Kept by a controller-level figure, for memory, not time (make bench-baseline against a build whose
+// built-in host sets NoSnapshot, with the default plugins precompiled unsnapshotted, N=500, 5 rounds
+// alternating, 2026-11-28, load average 15-19 from other work): with snapshots the controller's process tree
+// peaked lower, ubuntu 103 MiB (102-107) against 111 MiB (109-112), five OSes 117 MiB (114-119) against
+// 126 MiB (120-165), ranges apart; its CPU was no lower, ubuntu 3.2 s (2.9-3.7) against 3.2 s (3.0-3.4), five
+// OSes 4.9 s (4.5-5.3) against 4.4 s (4.2-8.9), the plugin hosts' share 1.8 against 1.1 s: since the output
+// memo answers most renders, instances are rare, and taking the snapshots at load costs more than they save.
+// (On 2026-11-27, before the memo kept responses, 3 rounds: 9% less CPU and 7% less peak RSS with them.)
 //
 // The snapshot runs the module's own initialisation, which is untrusted code, under the limits of a call: the
 // call timeout, the memory limit and a reservation from the memory budget. A module whose initialisation

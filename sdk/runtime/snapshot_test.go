@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/osmhq/osm/sdk/abi"
-	"github.com/osmhq/osm/sdk/internal/wasmtest"
 	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // compileEvents records what the runtime reports about each compilation.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/osmhq/osm/sdk/internal/wasmcheck"
-	"github.com/osmhq/osm/sdk/internal/wasmtest"
 	"github.com/osmhq/osm/sdk/runtime"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // typesPlugin is a hand-written plugin with 2,000 distinct function types of 500 parameters, distinct for

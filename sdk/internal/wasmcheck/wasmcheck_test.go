@@ -12,7 +12,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/osmhq/osm/sdk/internal/wasmtest"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 func ifs(n int) wasmtest.Func {

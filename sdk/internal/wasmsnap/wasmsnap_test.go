@@ -10,7 +10,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/osmhq/osm/sdk/internal/wasmsnap"
-	"github.com/osmhq/osm/sdk/internal/wasmtest"
+	"github.com/osmhq/osm/sdk/wasmtest"
 )
 
 // initModule's _initialize sets globals, grows memory by a page and writes into it; its data segment says hello.

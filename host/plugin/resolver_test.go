@@ -1,4 +1,4 @@
-package pluginsource
+package plugin_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
-func newSource(t *testing.T) (*Source, []byte) {
+func newResolver(t *testing.T) (*plugin.Resolver, []byte) {
 	t.Helper()
 	path, err := plugintest.BuildWasm(filepath.Join("..", "..", "sdk", "runtime", "testdata", "plugins", "healthy"))
 	if err != nil {
@@ -38,13 +38,13 @@ func newSource(t *testing.T) (*Source, []byte) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Close(context.Background()) })
-	return &Source{Manager: m}, wasm
+	return &plugin.Resolver{Manager: m}, wasm
 }
 
 // TestIdentify: the identity for status and render hashes, without loading; Name and Version from the
 // metadata once the plugin was loaded.
 func TestIdentify(t *testing.T) {
-	s, wasm := newSource(t)
+	s, wasm := newResolver(t)
 	ctx := context.Background()
 	ref := &osmv1alpha1.PluginReference{Builtin: "healthy"}
 	id, md, err := s.Identify(ctx, "ns", ref)
@@ -76,7 +76,7 @@ func TestIdentify(t *testing.T) {
 // TestResolveChecksCheapThingsFirst: a malformed reference is refused before its pull Secret is read (and
 // long before anything is pulled or compiled).
 func TestResolveChecksCheapThingsFirst(t *testing.T) {
-	s, _ := newSource(t)
+	s, _ := newResolver(t)
 	read := false
 	s.PullSecret = func(context.Context, string, string) ([]byte, error) {
 		read = true

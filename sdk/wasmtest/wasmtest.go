@@ -1,6 +1,9 @@
-// Package wasmtest assembles small WebAssembly modules byte by byte, for tests that need modules no compiler
-// would emit: hostile ones (endless loops in any export, in the start function or the WASI initialiser, deep
-// nesting) and ones that break the host's conventions. It is a test helper: it checks nothing.
+// Package wasmtest assembles small WebAssembly modules byte by byte, for tests of plugin hosts that need
+// modules no compiler would emit: hostile ones (endless loops in any export, in the start function or the
+// WASI initialiser, bulk memory operations, deep nesting), ones that break the host's conventions, and
+// hand-written plugins that speak the Extism ABI directly (Spec, plugin.go). It is the one assembler of the
+// project's tests (sdk/runtime, sdk/internal/wasmcheck, host/pluginhost, host/app); it checks nothing, so a
+// test may build exactly the malformed module it attacks with.
 package wasmtest
 
 import "bytes"
@@ -45,6 +48,8 @@ type Module struct {
 	Funcs   []Func
 	// Memory, when set, defines memory 0 with this many initial pages, exported as "memory".
 	Memory uint32
+	// MaxMemory, when set with Memory, is memory 0's maximum in pages.
+	MaxMemory uint32
 	// Globals defines this many mutable i32 globals, initialised to 0.
 	Globals int
 	// Start, when set, is the index (imports first) of the start function.
@@ -53,6 +58,9 @@ type Module struct {
 	Data []byte
 	// Tables defines funcref tables, in order.
 	Tables []Table
+	// BadExport, if set, is also exported, naming a function the module does not have: a compiler refuses it,
+	// quoting the name.
+	BadExport string
 }
 
 // Table is one funcref table's limits.
@@ -118,7 +126,11 @@ func (m Module) Bytes() []byte {
 		out = Section(out, 4, tables...)
 	}
 	if m.Memory > 0 {
-		out = Section(out, 5, append([]byte{0x00}, U32(m.Memory)...))
+		if m.MaxMemory > 0 {
+			out = Section(out, 5, append(append([]byte{0x01}, U32(m.Memory)...), U32(m.MaxMemory)...))
+		} else {
+			out = Section(out, 5, append([]byte{0x00}, U32(m.Memory)...))
+		}
 		exports = append(exports, append(Name("memory"), 0x02, 0x00))
 	}
 	if m.Globals > 0 {
@@ -127,6 +139,9 @@ func (m Module) Bytes() []byte {
 			globals = append(globals, []byte{I32, 0x01, 0x41, 0x00, 0x0b})
 		}
 		out = Section(out, 6, globals...)
+	}
+	if m.BadExport != "" {
+		exports = append(exports, append(append(Name(m.BadExport), 0x00), U32(9999)...))
 	}
 	out = Section(out, 7, exports...)
 	if m.Start != nil {
@@ -166,6 +181,31 @@ func I32Const(v byte) []byte { return []byte{0x41, v & 0x3f} }
 // Nested is n nested empty blocks: block block ... end end.
 func Nested(n int) []byte {
 	return append(bytes.Repeat([]byte{0x02, Empty}, n), bytes.Repeat([]byte{0x0b}, n)...)
+}
+
+// Header is the magic number and version every module starts with.
+const Header = "\x00asm\x01\x00\x00\x00"
+
+// Raw assembles a module from sections given as they are, each an id and its entries: for modules whose
+// sections Module cannot express (a lying count, a table without a maximum).
+func Raw(sections ...RawSection) []byte {
+	out := []byte(Header)
+	for _, s := range sections {
+		out = Section(out, s.ID, s.Entries...)
+	}
+	return out
+}
+
+// RawSection is one section of Raw.
+type RawSection struct {
+	ID      byte
+	Entries [][]byte
+}
+
+// Body is a function body without locals, for a code section of Raw.
+func Body(code []byte) []byte {
+	body := append(append([]byte{0}, code...), 0x0b)
+	return append(U32(uint32(len(body))), body...)
 }
 
 // Name encodes a name.
