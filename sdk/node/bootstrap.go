@@ -45,9 +45,8 @@ func Bootstrap(r *Request) (*abi.NodeConfig, error) {
 	if r.OS.BootstrapPrepare != nil {
 		r.OS.BootstrapPrepare(r, cfg, s)
 	}
-	reportBootstrap(r, s)
 	FetchProvisioningConfig(r, s)
-	reportStep(s, PhaseFetched, StepApply)
+	reportFetched(r, s)
 	r.OS.Handoff(r, s)
 
 	// The script travels gzipped: it is most of the bootstrap, and the bootstrap is user-data with a provider

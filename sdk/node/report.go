@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/osmhq/osm/sdk/abi"
@@ -69,33 +70,7 @@ func ReportFunctions(r *Request, tokenExpr string) string {
 // under a field manager of its own. It never fails and never waits long: one try and one retry on a
 // transient error, each bounded to 5 s; a refusal (401, 403, 404) turns reporting off until the next boot.
 // osm_redact is the allow-list the log tail passes on the node (sdk/SPEC.md §11.3).
-const reportShell = `osm_redact() {
-  tail -n ` + "20" + ` "$1" 2>/dev/null | LC_ALL=C awk '
-  BEGIN { for (i = 32; i < 127; i++) if (i != 34 && i != 92) safe = safe sprintf("%c", i) }
-  function secretish(w, before) {
-    if (length(w) == 16 && before ~ /[a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][.]$/) return 1
-    if (length(w) < 16) return 0
-    return !(w ~ /^[0-9]+$/ || w ~ /^[a-z]+$/ || w ~ /^[A-Z]+$/)
-  }
-  {
-    line = ""
-    for (i = 1; i <= length($0) && i <= 400; i++) { c = substr($0, i, 1); line = line (index(safe, c) ? c : "?") }
-    lc = tolower(line)
-    if (match(lc, /(passw(or)?d|passphrase|token|secret|authori[sz]ation|credentials?|api[-_]?key|private[-_]?key|session)[a-z_-]*[^a-z0-9 ]?[ ]*[:=]/)) line = substr(line, 1, RSTART + RLENGTH - 1) " <redacted>"
-    lc = tolower(line)
-    if (match(lc, /(bearer|basic)[ ]+/)) line = substr(line, 1, RSTART + RLENGTH - 1) "<redacted>"
-    while (match(line, /:\/\/[^\/@ ]+@/)) line = substr(line, 1, RSTART + 2) "<redacted>" substr(line, RSTART + RLENGTH - 1)
-    out = ""; rest = line
-    while (match(rest, /[A-Za-z0-9]+/)) {
-      w = substr(rest, RSTART, RLENGTH); pre = substr(rest, 1, RSTART - 1)
-      out = out pre (secretish(w, out pre) ? "<redacted>" : w)
-      rest = substr(rest, RSTART + RLENGTH)
-    }
-    line = substr(out rest, 1, ` + "200" + `)
-    printf "%s\"%s\"", (n++ ? "," : ""), line
-  }'
-}
-osm_report() {
+const reportShell = `osm_report() {
   [ ! -e ` + ReportOff + ` ] || return 0
   local phase=$1 step=${2:-} rc=${3:-} logf=${4:-} m e code
   m=$(cat ` + MachineNamePath + ` 2>/dev/null || true)
@@ -106,7 +81,7 @@ osm_report() {
   if [ -n "$step" ]; then
     rc=$(printf %s "$rc" | tr -cd 0-9 | cut -c 1-3)
     e=$e',"step":"'$step'","exitCode":'$(( 10#${rc:-1} > 255 ? 255 : 10#${rc:-1} ))
-    if [ -n "$logf" ] && [ -s "$logf" ]; then e=$e',"logTail":['$(osm_redact "$logf" || true)']'; fi
+    if [ -n "$logf" ] && [ -s "$logf" ] && declare -F osm_redact >/dev/null; then e=$e',"logTail":['$(osm_redact "$logf" || true)']'; fi
   fi
   code=$(printf '{"apiVersion":"operatingsystemmanager.k8c.io/v1alpha1","kind":"OperatingSystemNodeReport",%s,"status":{"machines":{"%s":{%s}}}}' "$osm_report_obj" "$m" "$e" |
     curl -sS --cacert ` + CACertPath + ` -H @<(printf 'Authorization: Bearer %s\n' "$osm_report_tok") \
@@ -119,6 +94,38 @@ osm_report() {
   *) log "could not report phase $phase (HTTP ${code:-none}); going on" ;;
   esac
   return 0
+}
+`
+
+// redactShell is osm_redact LOG-FILE: the last lines of LOG-FILE as a JSON array of strings, each passed
+// through the allow-list of sdk/SPEC.md §11.3. osm-bootstrap goes without it (its size counts against the
+// providers' user-data limits, and its failures, a refused credential or certificate, need no log tail).
+var redactShell = `osm_redact() {
+  tail -n ` + strconv.Itoa(ReportLogLines) + ` "$1" 2>/dev/null | LC_ALL=C awk '
+  BEGIN { for (i = 32; i < 127; i++) if (i != 34 && i != 92) safe = safe sprintf("%c", i) }
+  function secretish(w, before) {
+    if (length(w) == 16 && before ~ /[a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][a-z0-9][.]$/) return 1
+    if (length(w) < 16) return 0
+    return !(w ~ /^[0-9]+$/ || w ~ /^[a-z]+$/ || w ~ /^[A-Z]+$/)
+  }
+  {
+    gsub(/\t/, " ")
+    line = ""
+    for (i = 1; i <= length($0) && i <= 400; i++) { c = substr($0, i, 1); line = line (index(safe, c) ? c : "?") }
+    lc = tolower(line)
+    if (match(lc, /(passw(or)?d|passphrase|token|secret|authori[sz]ation|credentials?|api[-_]?key|private[-_]?key|session)[a-z_-]*[^a-z0-9 ]?[ ]*[:=]/)) line = substr(line, 1, RSTART + RLENGTH - 1) " <redacted>"
+    lc = tolower(line)
+    if (match(lc, /(bearer|basic)[ ]+/)) line = substr(line, 1, RSTART + RLENGTH - 1) "<redacted>"
+    gsub(/:\/\/[^\/@ ]+@/, "://<redacted>@", line)
+    out = ""; rest = line
+    while (match(rest, /[A-Za-z0-9]+/)) {
+      w = substr(rest, RSTART, RLENGTH); pre = substr(rest, 1, RSTART - 1)
+      out = out pre (secretish(w, out pre) ? "<redacted>" : w)
+      rest = substr(rest, RSTART + RLENGTH)
+    }
+    line = substr(out rest, 1, ` + strconv.Itoa(ReportLineLength) + `)
+    printf "%s\"%s\"", (n++ ? "," : ""), line
+  }'
 }
 `
 
@@ -138,13 +145,18 @@ trap osm_on_exit EXIT
 `)
 }
 
-// reportBootstrap adds the report functions to osm-bootstrap, with the provisioning token placeholder the
-// fetch uses, and a failure report on exit.
-func reportBootstrap(r *Request, s *Script) {
-	s.Section("Bootstrap reports to the cluster (sdk/SPEC.md §11); they never stop the boot.")
-	s.Raw(ReportFunctions(r, Quote(r.Ctx.Secrets.ProvisioningToken)))
-	reportCapture(s, "/run/osm/osm-bootstrap.log")
-	s.Line("osm_step=" + StepBootstrap)
+// reportFetched reports the Fetched phase from osm-bootstrap, whose fetch holds the token in $tok. It is one
+// request, without the report functions: the bootstrap is user-data, and its size counts against the providers'
+// limits. Its failures need no report of their own: a refused credential or certificate would refuse the
+// report as well, and a machine that stays at Fetched never ran osm-setup (docs/operations.md).
+func reportFetched(r *Request, s *Script) {
+	s.Section("Report the phase to the cluster (sdk/SPEC.md §11); a failed report changes nothing.")
+	s.Line(`m=$(cat ` + MachineNamePath + ` 2>/dev/null || hostname); m=$(printf %s "$m" | tr A-Z a-z | tr -cd a-z0-9.- | cut -c 1-253)`)
+	sec := r.Ctx.Cluster.ProvisioningSecret
+	s.Line(`printf '{"apiVersion":"operatingsystemmanager.k8c.io/v1alpha1","kind":"OperatingSystemNodeReport","metadata":{"name":"` + sec.Name +
+		`","namespace":"` + sec.Namespace + `"},"status":{"machines":{"%s":{"phase":"` + PhaseFetched + `"}}}}' "$m" |`)
+	s.Line(`  curl -sS --cacert ` + CACertPath + ` -H @<(printf 'Authorization: Bearer %s\n' "$tok") -H 'Content-Type: application/apply-patch+yaml' -X PATCH --data-binary @- \`)
+	s.Line(`  --connect-timeout 5 -m 5 -o /dev/null ` + Quote(ReportURL(r)) + `"?fieldManager=osm-node-${m:0:110}&force=true" || log "could not report phase ` + PhaseFetched + `; going on"`)
 }
 
 // reportStep marks the step osm-setup is in and, when phase is set, reports that the previous one is done.
@@ -184,6 +196,7 @@ func ReportScriptFile(r *Request) abi.File {
 	s.Line("set -uo pipefail")
 	s.Line(`declare -F log >/dev/null || log() { echo "osm-report: $*" >&2; }`)
 	s.Raw(ReportFunctions(r, Quote(r.Ctx.Secrets.BootstrapToken)))
+	s.Raw(redactShell)
 	s.Raw(`osm_join() {
   local i name code logf=/run/osm/kubelet.log
   for i in $(seq 1 90); do systemctl is-active --quiet ` + KubeletUnit + ` && break; sleep 10; done
@@ -203,7 +216,7 @@ func ReportScriptFile(r *Request) abi.File {
   journalctl -u ` + KubeletUnit + ` -n 20 --no-pager -o cat >$logf 2>&1 || true
   osm_report ` + PhaseFailed + ` ` + StepNodeRegistration + ` 1 $logf
 }
-if [ "${BASH_SOURCE[0]}" = "$0" ] && [ "${1:-}" = join ]; then osm_join; fi
+if [ "${BASH_SOURCE[0]:-}" = "$0" ] && [ "${1:-}" = join ]; then osm_join; fi
 `)
 	return abi.PlainFile(ReportScriptPath, 0o700, s.String())
 }
