@@ -25,6 +25,7 @@ import (
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/app"
 	"github.com/osmhq/osm/host/controllers/nodereport"
+	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins"
@@ -47,7 +48,7 @@ func TestNodeReports(t *testing.T) {
 		t.Fatal(err)
 	}
 	startOSM(t, env, nil, app.Options{Builtins: plugins.Builtin(), Defaults: defaults, WorkerCount: 2})
-	_, a := renderedMD(t, c, "reports-a")
+	bootA, a := renderedMD(t, c, "reports-a")
 	_, b := renderedMD(t, c, "reports-b")
 	reportKey := func(md *clusterv1alpha1.MachineDeployment) client.ObjectKey {
 		return client.ObjectKey{Namespace: userDataNS, Name: render.ProvisioningSecretName(md)}
@@ -64,6 +65,26 @@ func TestNodeReports(t *testing.T) {
 	tokenA := bootstrapTokenOf(t, c, a)
 	run := newReporter(t, env, a)
 
+	t.Run("the bootstrap reports Fetched", func(t *testing.T) {
+		// The bootstrap's report lines, as osm-bootstrap runs them after its fetch (which set $tok).
+		script := userDataFiles(t, bootA)[node.BootstrapScriptPath]
+		start := strings.Index(script, "m=$(cat "+node.MachineNamePath)
+		if start < 0 {
+			t.Fatalf("no Fetched report in osm-bootstrap:\n%s", script)
+		}
+		lines := strings.SplitN(script[start:], "\n", 3)
+		run("reports-a-1", "tok="+shellQuote(string(bootA.Data[osc.KeyProvisioningToken]))+"\n"+lines[0]+"\n"+lines[1])
+		eventually(t, wait, "reports-a-1 Fetched", func() error {
+			report := &osmv1alpha1.OperatingSystemNodeReport{}
+			if err := c.Get(ctx, reportKey(a), report); err != nil {
+				return err
+			}
+			if got := report.Status.Machines["reports-a-1"].Phase; got != osmv1alpha1.PhaseFetched {
+				return fmt.Errorf("phase %q", got)
+			}
+			return nil
+		})
+	})
 	t.Run("every phase and a failure reach the OSC, redacted", func(t *testing.T) {
 		run("reports-a-1", "osm_report Applied; osm_report PackagesInstalled; osm_report RuntimeUp; osm_report KubeletStarted; osm_report NodeRegistered")
 		run("reports-a-2", "osm_report Applied; osm_report RuntimeUp")
@@ -98,6 +119,12 @@ func TestNodeReports(t *testing.T) {
 			}
 		}
 		waitForEvent(t, c, a.Name, nodereport.ReasonMachineBootstrapFailed)
+		// kubectl get osc: the columns an operator starts from (docs/operations.md).
+		out, err := exec.Command(testenv.Kubectl(t), "--kubeconfig", env.Kubeconfig, "get", "osc", "-n", osmNamespace, render.OSCName(a)).CombinedOutput()
+		if lines := strings.Split(strings.TrimSpace(string(out)), "\n"); err != nil || len(lines) != 2 ||
+			!strings.HasSuffix(strings.Join(strings.Fields(lines[0]), " "), "JOINED BOOTING FAILED AGE") || !strings.Contains(strings.Join(strings.Fields(lines[1]), " "), " 1 1 1 ") {
+			t.Errorf("kubectl get osc: %v\n%s", err, out)
+		}
 		if got := labelledGauge(t, "osm_node_bootstrap_phase", map[string]string{"machinedeployment": a.Name, "phase": "Failed"}); got != 1 {
 			t.Errorf("osm_node_bootstrap_phase{phase=Failed} = %v", got)
 		}

@@ -146,17 +146,15 @@ trap osm_on_exit EXIT
 }
 
 // reportFetched reports the Fetched phase from osm-bootstrap, whose fetch holds the token in $tok. It is one
-// request, without the report functions: the bootstrap is user-data, and its size counts against the providers'
-// limits. Its failures need no report of their own: a refused credential or certificate would refuse the
-// report as well, and a machine that stays at Fetched never ran osm-setup (docs/operations.md).
+// JSON merge patch of this machine's phase, without the report functions: the bootstrap is user-data, and
+// every byte counts against the providers' limits. Its failures need no report of their own: a refused
+// credential or certificate would refuse the report as well, and a machine that stays at Fetched never ran
+// osm-setup (docs/operations.md).
 func reportFetched(r *Request, s *Script) {
-	s.Section("Report the phase to the cluster (sdk/SPEC.md §11); a failed report changes nothing.")
-	s.Line(`m=$(cat ` + MachineNamePath + ` 2>/dev/null || hostname); m=$(printf %s "$m" | tr A-Z a-z | tr -cd a-z0-9.- | cut -c 1-253)`)
-	sec := r.Ctx.Cluster.ProvisioningSecret
-	s.Line(`printf '{"apiVersion":"operatingsystemmanager.k8c.io/v1alpha1","kind":"OperatingSystemNodeReport","metadata":{"name":"` + sec.Name +
-		`","namespace":"` + sec.Namespace + `"},"status":{"machines":{"%s":{"phase":"` + PhaseFetched + `"}}}}' "$m" |`)
-	s.Line(`  curl -sS --cacert ` + CACertPath + ` -H @<(printf 'Authorization: Bearer %s\n' "$tok") -H 'Content-Type: application/apply-patch+yaml' -X PATCH --data-binary @- \`)
-	s.Line(`  --connect-timeout 5 -m 5 -o /dev/null ` + Quote(ReportURL(r)) + `"?fieldManager=osm-node-${m:0:110}&force=true" || log "could not report phase ` + PhaseFetched + `; going on"`)
+	s.Line(`m=$(cat ` + MachineNamePath + ` 2>/dev/null || hostname); m=$(printf %s "$m" | tr A-Z a-z | tr -cd a-z0-9.-)`)
+	s.Line(`printf '{"status":{"machines":{"%s":{"phase":"` + PhaseFetched + `"}}}}' "$m" | curl -sS --cacert ` + CACertPath +
+		` -H @<(printf 'Authorization: Bearer %s\n' "$tok") -H 'Content-Type: application/merge-patch+json' -X PATCH -d @- -m 5 -o /dev/null ` +
+		Quote(ReportURL(r)) + `"?fieldManager=osm-node-$m" || true`)
 }
 
 // reportStep marks the step osm-setup is in and, when phase is set, reports that the previous one is done.

@@ -6,6 +6,7 @@ package nodereport
 
 import (
 	"sort"
+	"strconv"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 )
@@ -48,18 +49,7 @@ func Summarize(machines map[string]osmv1alpha1.MachineBootstrapReport) *osmv1alp
 func failureKey(name string, m osmv1alpha1.MachineBootstrapReport) string {
 	code := "?"
 	if m.ExitCode != nil {
-		code = itoa(int(*m.ExitCode))
+		code = strconv.Itoa(int(*m.ExitCode))
 	}
 	return name + "/" + m.Step + "/" + code
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b []byte
-	for ; n > 0; n /= 10 {
-		b = append([]byte{byte('0' + n%10)}, b...)
-	}
-	return string(b)
 }
