@@ -73,7 +73,7 @@ func TestNodeReports(t *testing.T) {
 			t.Fatalf("no Fetched report in osm-bootstrap:\n%s", script)
 		}
 		lines := strings.SplitN(script[start:], "\n", 3)
-		run("reports-a-1", "tok="+shellQuote(string(bootA.Data[osc.KeyProvisioningToken]))+"\n"+lines[0]+"\n"+lines[1])
+		run(t, "reports-a-1", "tok="+shellQuote(string(bootA.Data[osc.KeyProvisioningToken]))+"\n"+lines[0]+"\n"+lines[1])
 		eventually(t, wait, "reports-a-1 Fetched", func() error {
 			report := &osmv1alpha1.OperatingSystemNodeReport{}
 			if err := c.Get(ctx, reportKey(a), report); err != nil {
@@ -86,11 +86,11 @@ func TestNodeReports(t *testing.T) {
 		})
 	})
 	t.Run("every phase and a failure reach the OSC, redacted", func(t *testing.T) {
-		run("reports-a-1", "osm_report Applied; osm_report PackagesInstalled; osm_report RuntimeUp; osm_report KubeletStarted; osm_report NodeRegistered")
-		run("reports-a-2", "osm_report Applied; osm_report RuntimeUp")
+		run(t, "reports-a-1", "osm_report Applied; osm_report PackagesInstalled; osm_report RuntimeUp; osm_report KubeletStarted; osm_report NodeRegistered")
+		run(t, "reports-a-2", "osm_report Applied; osm_report RuntimeUp")
 		logLines := "Reading package lists...\nE: Unable to locate package jq\ncurl -H 'Authorization: Bearer " + tokenA + "' https://10.0.0.1\n" +
 			"registry password=osm-leak-registry-password\nusing " + tokenA + "\n"
-		run("reports-a-3", "printf %s "+shellQuote(logLines)+" >$OSM_DIR/setup.log; osm_report Applied; osm_report Failed packages 100 $OSM_DIR/setup.log")
+		run(t, "reports-a-3", "printf %s "+shellQuote(logLines)+" >$OSM_DIR/setup.log; osm_report Applied; osm_report Failed packages 100 $OSM_DIR/setup.log")
 		osc := &osmv1alpha1.OperatingSystemConfig{}
 		eventually(t, wait, "status.nodes of reports-a", func() error {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(a)}, osc); err != nil {
@@ -130,8 +130,8 @@ func TestNodeReports(t *testing.T) {
 		}
 
 		// The same failure again (osm-setup retries): still one event, counted once.
-		run("reports-a-3", "osm_report Applied; osm_report Failed packages 100 $OSM_DIR/setup.log")
-		run("reports-a-2", "osm_report KubeletStarted")
+		run(t, "reports-a-3", "osm_report Applied; osm_report Failed packages 100 $OSM_DIR/setup.log")
+		run(t, "reports-a-2", "osm_report KubeletStarted")
 		eventually(t, wait, "KubeletStarted counted", func() error {
 			if err := c.Get(ctx, client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(a)}, osc); err != nil {
 				return err
@@ -238,7 +238,7 @@ func TestNodeReports(t *testing.T) {
 // newReporter returns a function that runs shell with osm-report of md's provisioning user-data sourced, as
 // osm-setup does, its fixed paths pointed into a directory of the test ($OSM_DIR) and the machine's name in
 // its /etc/machine-name.
-func newReporter(t *testing.T, env *testenv.Env, md *clusterv1alpha1.MachineDeployment) func(machine, shell string) {
+func newReporter(t *testing.T, env *testenv.Env, md *clusterv1alpha1.MachineDeployment) func(t *testing.T, machine, shell string) {
 	t.Helper()
 	prov := &corev1.Secret{}
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: userDataNS, Name: render.ProvisioningSecretName(md)}, prov); err != nil {
@@ -248,7 +248,7 @@ func newReporter(t *testing.T, env *testenv.Env, md *clusterv1alpha1.MachineDepl
 	if !ok {
 		t.Fatalf("the provisioning user-data has no %s", node.ReportScriptPath)
 	}
-	return func(machine, shell string) {
+	return func(t *testing.T, machine, shell string) {
 		t.Helper()
 		dir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(dir, "ca.crt"), env.Config.CAData, 0o600); err != nil {
@@ -257,7 +257,8 @@ func newReporter(t *testing.T, env *testenv.Env, md *clusterv1alpha1.MachineDepl
 		if err := os.WriteFile(filepath.Join(dir, "machine-name"), []byte(machine), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		s := strings.NewReplacer(node.CACertPath, filepath.Join(dir, "ca.crt"), node.MachineNamePath, filepath.Join(dir, "machine-name"), "/run/osm", dir).Replace(script)
+		paths := strings.NewReplacer(node.CACertPath, filepath.Join(dir, "ca.crt"), node.MachineNamePath, filepath.Join(dir, "machine-name"), "/run/osm", dir)
+		s, shell := paths.Replace(script), paths.Replace(shell)
 		path := filepath.Join(dir, "osm-report")
 		if err := os.WriteFile(path, []byte(s), 0o700); err != nil {
 			t.Fatal(err)
