@@ -76,6 +76,7 @@ type flags struct {
 	plugins                         pluginFlags
 	provisioningTokenTTL            time.Duration
 	bootstrapTokenTTL               time.Duration
+	nodeReports                     bool
 	qps                             float64
 	burst                           int
 	node                            render.NodeFlags
@@ -113,6 +114,7 @@ func (f *flags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.caBundle, "ca-bundle", "", "Accepted for compatibility with upstream OSM, where it is deprecated and has no effect; use -host-ca-bundle or -kubernetes-ca-bundle.")
 	f.plugins.register(fs, "/var/cache/osm")
 	fs.DurationVar(&f.provisioningTokenTTL, "provisioning-token-ttl", 0, "Accepted for compatibility with earlier OSM versions; has no effect: nodes fetch their provisioning data with their bootstrap token (-bootstrap-token-ttl).")
+	fs.BoolVar(&f.nodeReports, "node-reports", true, "Let nodes report their bootstrap phases and failures into the OperatingSystemConfig's status (sdk/SPEC.md §11).")
 	fs.DurationVar(&f.bootstrapTokenTTL, "bootstrap-token-ttl", credentials.DefaultBootstrapTokenTTL, "Lifetime of bootstrap tokens; extended while the MachineDeployment exists.")
 	fs.Float64Var(&f.qps, "kube-api-qps", 0, "Client-side limit of queries per second to each API server; 0 or less: no client-side limit, as upstream OSM (controller-runtime's default). The workers bound the concurrent requests, and the API server's priority and fairness protects it.")
 	fs.IntVar(&f.burst, "kube-api-burst", 200, "Burst of queries to each API server when -kube-api-qps is set.")
@@ -338,6 +340,7 @@ func run(f *flags) error {
 		DisableDefaultOSPs: f.disableDefaultOSPs, Defaults: defaults, Builtins: plugins.Builtin(), Plugins: pcfg,
 		RegistryCredentialsSecret: f.registryCredentialsSecret,
 		BootstrapTokenTTL:         f.bootstrapTokenTTL,
+		NoNodeReports:             !f.nodeReports,
 		RolloutMaxConcurrent:      f.rolloutMaxConcurrent, RolloutWindow: f.rolloutWindow,
 		PluginVerificationPolicy: f.plugins.verificationPolicy,
 		PluginVerifier:           f.plugins.verifier,

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/nodereport"
 	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/controllers/osp"
 	"github.com/osmhq/osm/host/controllers/ospx"
@@ -59,6 +60,9 @@ type Options struct {
 	RegistryCredentialsSecret string
 	// BootstrapTokenTTL is the node credential's lifetime, extended while its MachineDeployment exists.
 	BootstrapTokenTTL time.Duration
+	// NoNodeReports turns the nodes' bootstrap reports off (-node-reports=false): no report objects, no right
+	// to write them, no OSC status.nodes (sdk/SPEC.md §11).
+	NoNodeReports bool
 	// MetricsAddress and HealthProbeAddress are where metrics and probes are served ("0" disables).
 	MetricsAddress, HealthProbeAddress string
 	// PprofAddress serves net/http/pprof, with block and mutex profiling on, for diagnosis (-pprof-address);
@@ -185,7 +189,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		Mgmt: mgmtClient, Worker: workerClient, MgmtAPIReader: mgr.GetAPIReader(),
 		Renderer: &render.Renderer{Plugins: source},
 		Issuer: &credentials.Issuer{Client: worker.GetClient(), APIReader: worker.GetAPIReader(), Namespace: settings.CloudInitSettingsNamespace,
-			BootstrapTokenTTL: o.BootstrapTokenTTL},
+			BootstrapTokenTTL: o.BootstrapTokenTTL, NoNodeReports: o.NoNodeReports || !nodereport.Served(worker)},
 		Settings:     settings,
 		ClusterInfo:  cachedClusterInfo(worker.GetAPIReader(), workerCfg.CAData, settings.KubernetesCACert),
 		RegistryAuth: auth,
@@ -199,6 +203,9 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		workers = 10
 	}
 	if err := oscReconciler.SetupWithManager(ctx, mgr, worker, workers, metrics.Registry); err != nil {
+		return nil, err
+	}
+	if err := setupNodeReports(o, mgr, worker, oscReconciler); err != nil {
 		return nil, err
 	}
 	window, err := rollout.ParseWindow(o.RolloutWindow)

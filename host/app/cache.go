@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
 	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/render"
@@ -48,6 +49,8 @@ func workerCacheOptions(cloudInitNS string) cache.Options {
 			// The reader Roles and RoleBindings, metadata only: the reconciler needs to know that they exist.
 			credentials.ReaderRoleMeta():    {Namespaces: map[string]cache.Config{cloudInitNS: {LabelSelector: labels.NewSelector().Add(*owned)}}},
 			credentials.ReaderBindingMeta(): {Namespaces: map[string]cache.Config{cloudInitNS: {LabelSelector: labels.NewSelector().Add(*owned)}}},
+			// The nodes' bootstrap reports live beside the provisioning Secrets.
+			&osmv1alpha1.OperatingSystemNodeReport{}: {Namespaces: map[string]cache.Config{cloudInitNS: {}}},
 		},
 	}
 }

@@ -45,6 +45,8 @@ type Issuer struct {
 	BootstrapTokenTTL time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
+	// NoNodeReports leaves the report rule out of the reader Role (-node-reports=false).
+	NoNodeReports bool
 }
 
 // DefaultBootstrapTokenTTL is the bootstrap token's lifetime. The token is extended in place when a third of it
@@ -67,19 +69,50 @@ func ProvisioningReaderName(md *clusterv1alpha1.MachineDeployment) string {
 func RefreshMargin(ttl time.Duration) time.Duration { return ttl / 3 }
 
 // EnsureReaderRole creates the Role granting get on exactly md's provisioning Secret and kubelet bootstrap
-// Secret. It binds nobody: BindReader does, once the token it is bound to is known. A Role that exists
-// already is used only if it is marked as md's.
+// Secret and, unless node reports are off, patch on exactly the status of md's OperatingSystemNodeReport
+// (ReporterRule). It binds nobody: BindReader does, once the token it is bound to is known. A Role that exists
+// already is used only if it is marked as md's, and its rules are brought in line (a Role of an OSM version
+// before node reports gains the report rule).
 func (i *Issuer) EnsureReaderRole(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
-	role := &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: []rbacv1.PolicyRule{{
+	role := &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: i.readerRules(md)}
+	return i.create(ctx, role, func() error {
+		obj, err := i.owned(ctx, md, role)
+		if err != nil {
+			return err
+		}
+		have := obj.(*rbacv1.Role)
+		if reflect.DeepEqual(have.Rules, role.Rules) {
+			return nil
+		}
+		have.Rules = role.Rules
+		return i.Client.Update(ctx, have)
+	})
+}
+
+func (i *Issuer) readerRules(md *clusterv1alpha1.MachineDeployment) []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{{
 		APIGroups:     []string{""},
 		Resources:     []string{"secrets"},
 		Verbs:         []string{"get"},
 		ResourceNames: []string{render.ProvisioningSecretName(md), render.KubeletBootstrapSecretName(md)},
-	}}}
-	return i.create(ctx, role, func() error {
-		_, err := i.owned(ctx, md, role)
-		return err
-	})
+	}}
+	if !i.NoNodeReports {
+		rules = append(rules, ReporterRule(md))
+	}
+	return rules
+}
+
+// ReporterRule lets md's node credential write its machines' bootstrap reports: get and patch on the status of
+// exactly md's OperatingSystemNodeReport, which has the provisioning Secret's name. Not create (RBAC cannot
+// scope create by name, so the controller creates the object), not the object itself (its metadata), and no
+// other MachineDeployment's report.
+func ReporterRule(md *clusterv1alpha1.MachineDeployment) rbacv1.PolicyRule {
+	return rbacv1.PolicyRule{
+		APIGroups:     []string{"operatingsystemmanager.k8c.io"},
+		Resources:     []string{"operatingsystemnodereports/status"},
+		Verbs:         []string{"get", "patch"},
+		ResourceNames: []string{render.ProvisioningSecretName(md)},
+	}
 }
 
 // BindReader binds md's reader Role to the user of tok, md's bootstrap token: one credential serves the node's

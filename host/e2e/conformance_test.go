@@ -437,6 +437,7 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 	}
 	md := c.createMDFor(t, run.Name, string(osp.Spec.OSName), osp.Name, provider)
 	res.MD = md
+	reports := c.watchReports(t, md)
 
 	// 1. The controller rendered both stages; the utility's own parser accepts them.
 	var boot, prov *corev1.Secret
@@ -532,6 +533,7 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 	if csrErr == nil {
 		registered, certErr = c.signUntilRegistered(t, n, bootstrapUser, nodeName)
 	}
+	reportErr := reports.waitFor(nodeName, osmv1alpha1.PhaseNodeRegistered, 2*time.Minute)
 	r := n.collect()
 	res.Header = append(res.Header, fmt.Sprintf("node %s: %d boot(s); report %s", nodeName, n.boots(), r.dir))
 
@@ -654,6 +656,9 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 	res.check(t, stepRegistered, func(t testing.TB) string {
 		checkRegistration(t, c, n, r, certErr, registered, nodeName)
 		return fmt.Sprintf("Node %s, kubelet %s", nodeName, registered.Status.NodeInfo.KubeletVersion)
+	})
+	t.Run("§11 the node reported every phase of its bootstrap", func(t *testing.T) {
+		t.Logf("%s (%v)", checkReportedPhases(t, c, reports, nodeName), reportErr)
 	})
 	if t.Failed() {
 		r.diagnose(t, bootstrapUnitName, setupUnitName, containerd, kubeletUnit)

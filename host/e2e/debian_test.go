@@ -68,6 +68,7 @@ func TestNodes(t *testing.T) {
 	t.Run("RevokedProvisioningTokenFails", func(t *testing.T) { testRevokedToken(t, c, osp) })
 	t.Run("FlatcarIgnitionFiles", func(t *testing.T) { testFlatcarIgnition(t, c) })
 	t.Run("ExpiredProvisioningTokenFails", func(t *testing.T) { testExpiredToken(t, c, osp) })
+	t.Run("PackageFailureIsReported", func(t *testing.T) { testPackageFailureIsReported(t, c) })
 }
 
 // testExpiredToken boots a machine whose bootstrap token expired: the controller extends a token while its
@@ -124,6 +125,7 @@ func testDebianJoins(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemP
 // and checks every step of the join; with site, also that the site extension reached the node.
 func bootAndJoin(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfile, mdName string, site *osmv1alpha1.OperatingSystemProfileExtension) {
 	md := c.createMD(t, mdName, "debian", osp.Name)
+	reports := c.watchReports(t, md)
 	boot, prov := c.userData(t, md)
 	cloudinittest.Validate(t, boot.Name, boot.Data[render.CloudConfigKey])
 	cloudinittest.Validate(t, prov.Name, prov.Data[render.CloudConfigKey])
@@ -152,6 +154,7 @@ func bootAndJoin(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfi
 	// Stretch: approve and sign the kubelet's CSRs as kube-controller-manager would, and follow the kubelet
 	// further.
 	registered, certErr := c.signUntilRegistered(t, n, bootstrapUser, nodeName)
+	reportErr := reports.waitFor(nodeName, osmv1alpha1.PhaseNodeRegistered, 2*time.Minute)
 	// The node's sysctls land in the host's kernel, which collect restores: read the extension's now.
 	var sysctl siteSysctlState
 	if site != nil {
@@ -184,6 +187,9 @@ func bootAndJoin(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystemProfi
 	}
 	t.Run("kubelet got its certificate and registered the Node (stretch)", func(t *testing.T) {
 		checkRegistration(t, c, n, r, certErr, registered, nodeName)
+	})
+	t.Run("the node reported every phase into the OSC", func(t *testing.T) {
+		t.Logf("%s (%v)", checkReportedPhases(t, c, reports, nodeName), reportErr)
 	})
 	if t.Failed() {
 		r.diagnose(t, bootstrapUnit, setupUnit, containerd, kubeletUnit)

@@ -46,6 +46,7 @@ func Bootstrap(r *Request) (*abi.NodeConfig, error) {
 		r.OS.BootstrapPrepare(r, cfg, s)
 	}
 	FetchProvisioningConfig(r, s)
+	reportFetched(r, s)
 	r.OS.Handoff(r, s)
 
 	// The script travels gzipped: it is most of the bootstrap, and the bootstrap is user-data with a provider

@@ -24,7 +24,7 @@ func FinishProvisioning(r *Request, cfg *abi.NodeConfig) *abi.DeferredCommands {
 		cfg.Files = append(cfg.Files, abi.PlainFile(ProvisioningCommandsPath, 0o700, ProvisioningCommandsHeader(r.Utility())+strings.Join(commands, "\n")+"\n"))
 	}
 	if cfg.File(SetupScriptPath) == nil {
-		cfg.Files = append(cfg.Files, abi.PlainFile(SetupScriptPath, 0o700, setupScript(r, cfg, deferred != nil || len(commands) > 0)))
+		cfg.Files = append(cfg.Files, abi.PlainFile(SetupScriptPath, 0o700, setupScript(r, cfg, deferred != nil || len(commands) > 0)), ReportScriptFile(r))
 	}
 	return deferred
 }
@@ -56,6 +56,7 @@ func unrunCommands(r *Request, cfg *abi.NodeConfig) []string {
 func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
 	s := NewScript("osm-setup", "provision this machine as a Kubernetes node.")
 	s.Line("export PATH=" + BinDir + ":$PATH")
+	reportSetup(s)
 
 	s.Section("The machine's name from machine-controller, where it provides one.")
 	s.Line(`if [ -s ` + MachineNamePath + ` ] && command -v hostnamectl >/dev/null; then hostnamectl set-hostname "$(cat ` + MachineNamePath + `)"; fi`)
@@ -93,6 +94,7 @@ func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
 	s.Line("if [ -s /run/systemd/resolve/resolv.conf ]; then ln -sfn /run/systemd/resolve/resolv.conf " + KubeletResolvConfPath +
 		"; else ln -sfn /etc/resolv.conf " + KubeletResolvConfPath + "; fi")
 
+	reportStep(s, "", StepPackages)
 	DownloadHelper(s)
 	if r.OS.Install != nil {
 		// Install has been validated by NewRequest; an error here is a bug in the OS description.
@@ -101,6 +103,7 @@ func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
 		}
 	}
 	Binaries(r, s)
+	reportStep(s, PhasePackagesInstalled, StepContainerRuntime)
 
 	s.Section("containerd with the configuration written by OSM; it must come up with the CRI plugin.")
 	s.Line("systemctl daemon-reload")
@@ -115,6 +118,7 @@ func setupScript(r *Request, cfg *abi.NodeConfig, hasCommands bool) string {
   sleep 2
 done
 `)
+	reportStep(s, PhaseRuntimeUp, StepUnits)
 
 	activation(s, cfg)
 	if hasCommands {
@@ -126,6 +130,7 @@ done
 	s.Line("mkdir -p " + dir(SetupDone))
 	s.Line("touch " + SetupDone)
 	s.Line(`log "this machine is provisioned; the kubelet joins the cluster"`)
+	reportJoin(s)
 	return s.String()
 }
 

@@ -18,6 +18,9 @@ import (
 // +kubebuilder:printcolumn:name="Utility",type=string,JSONPath=`.spec.provisioningUtility`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Drifted",type=string,JSONPath=`.status.conditions[?(@.type=="Drifted")].status`
+// +kubebuilder:printcolumn:name="Joined",type=integer,JSONPath=`.status.nodes.joined`
+// +kubebuilder:printcolumn:name="Booting",type=integer,JSONPath=`.status.nodes.booting`
+// +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.nodes.failed`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type OperatingSystemConfig struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -107,6 +110,10 @@ type OperatingSystemConfigStatus struct {
 	// configuration other than this one (docs/drift.md); the Drifted condition says the same.
 	// +optional
 	Drift *ConfigDrift `json:"drift,omitempty"`
+	// Nodes summarises what the MachineDeployment's machines reported about their bootstrap (their
+	// OperatingSystemNodeReport): machines by phase, and the failing ones with step and log tail.
+	// +optional
+	Nodes *NodeBootstrapSummary `json:"nodes,omitempty"`
 }
 
 // ConfigDrift says since when and why the machines of a MachineDeployment revision run a configuration other

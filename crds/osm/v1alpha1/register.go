@@ -21,6 +21,7 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion, &OperatingSystemProfile{}, &OperatingSystemProfileList{},
 		&OperatingSystemConfig{}, &OperatingSystemConfigList{},
 		&OperatingSystemProfileExtension{}, &OperatingSystemProfileExtensionList{},
+		&OperatingSystemNodeReport{}, &OperatingSystemNodeReportList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
