@@ -11,8 +11,10 @@ import (
 )
 
 // Check runs every check of this file that applies to the request's stage on the plugin's response:
-// CheckFiles, CheckPlaceholders, CheckDeterministic, for the bootstrap stage CheckBootstrap (the boot contract
-// of the request's provisioning utility) and, for Ignition, the final config through Ignition's own parser
+// CheckFiles, CheckPlaceholders, CheckDeterministic, CheckScripts (every script parses), for the bootstrap
+// stage CheckBootstrap (the boot contract of the request's provisioning utility) and CheckBootstrapRun (the
+// bootstrap script run in a Sandbox), for the provisioning stage CheckNodeEnv (osm-node-env, with the
+// OS.Hostname hook, run in a Sandbox) and, for Ignition, the final config through Ignition's own parser
 // (IgnitionConfig, IgnitionValidate; cloud-init's needs the cloud-init tool: ValidateUserData). It is what a
 // plugin's tests should call for each stage, provisioning utility and provider it supports.
 func Check(t testing.TB, r Renderer, req *abi.RenderRequest) *abi.NodeConfig {
@@ -25,8 +27,15 @@ func Check(t testing.TB, r Renderer, req *abi.RenderRequest) *abi.NodeConfig {
 	CheckFiles(t, cfg)
 	CheckPlaceholders(t, req, cfg)
 	CheckDeterministic(t, r, req)
-	if req.Stage == abi.StageBootstrap {
+	CheckScripts(t, cfg)
+	switch req.Stage {
+	case abi.StageBootstrap:
 		CheckBootstrap(t, req, cfg)
+		if !t.Failed() {
+			CheckBootstrapRun(t, req, cfg)
+		}
+	case abi.StageProvisioning:
+		CheckNodeEnv(t, cfg)
 	}
 	if req.ProvisioningUtility == abi.UtilityIgnition {
 		data, err := IgnitionConfig(req.Stage, req.Context.CloudProvider.Name, cfg, nil)

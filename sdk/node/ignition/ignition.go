@@ -210,9 +210,8 @@ func (img Image) Prepare(_ *node.Request, s *node.Script) {
 }
 
 // Hostname: on AWS the node name must be the private DNS name, which the image's metadata agent writes to
-// MetadataFile (the kubelet waits for the agent, see Provisioning).
+// MetadataFile (the kubelet waits for the agent, see Provisioning); without that file the kit's name stays.
 func (img Image) Hostname(r *node.Request, s *node.Script) {
-	s.Line(`name=$(hostname -f 2>/dev/null || hostname)`)
 	if r.Provider() == "aws" && img.MetadataFile != "" && img.AWSHostnameKey != "" {
 		s.Line(`ec2=$(sed -n 's/^` + img.AWSHostnameKey + `=//p' ` + img.MetadataFile + ` 2>/dev/null || true)`)
 		s.Line(`if [ -n "$ec2" ]; then name=$ec2; fi`)
