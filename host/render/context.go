@@ -73,6 +73,10 @@ func (m *machine) placeholders() abi.SecretPlaceholders {
 	}
 	if len(m.Settings.RegistryCredentialHosts) > 0 {
 		p.RegistryAuth = Placeholders.RegistryAuth
+		p.Registries = make(map[string]abi.RegistryCredentials, len(m.Settings.RegistryCredentialHosts))
+		for _, h := range m.Settings.RegistryCredentialHosts {
+			p.Registries[h] = RegistryPlaceholders(h)
+		}
 	}
 	p.RHSubscriptionPassword = m.rhPasswordPlaceholder()
 	return p

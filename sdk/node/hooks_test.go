@@ -200,3 +200,94 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
 func (r *recorder) String() string { return strings.Join(r.errors, "\n") }
+
+// TestIgnitionHandoffShapes runs the Ignition handoff of each image shape in a sandbox: the fetched config is
+// stored where that image's Ignition reads it, the next boot is made a first boot the image's way (a flag
+// created, a flag removed, a kernel argument in the GRUB environment), read-only mounts are remounted first,
+// the done marker is written and the machine reboots.
+func TestIgnitionHandoffShapes(t *testing.T) {
+	karg := node.FedoraCoreOSIgnition
+	karg.Trigger = node.KernelArgument("/boot/grub2/grubenv", "ignition_firstboot", "ignition.firstboot")
+	legacy := node.FedoraCoreOSIgnition
+	legacy.Trigger, legacy.FirstBootFlag = node.FirstBootTrigger{}, "/boot/ignition.firstboot"
+	tests := []struct {
+		name      string
+		boot      node.IgnitionBoot
+		dirs      []string
+		files     map[string]string
+		stored    string   // where the config must be
+		present   []string // files that must exist afterwards
+		absent    []string // files that must not
+		calls     []string // commands that must have run
+		noCalls   []string
+		machineID bool // /etc/machine-id is kept
+	}{
+		{name: "Fedora CoreOS", boot: node.FedoraCoreOSIgnition, stored: "/boot/ignition/config.ign",
+			present: []string{"/boot/ignition.firstboot", "/etc/systemd/system/" + node.IgnitionEnableUnit}, calls: []string{"mount -o remount,rw /boot", "systemctl enable " + node.IgnitionEnableUnit}, machineID: true},
+		{name: "Flatcar before 2023", boot: node.FlatcarIgnition, stored: "/usr/share/oem/config.ign",
+			present: []string{"/boot/flatcar/first_boot"}, noCalls: []string{"mount"}},
+		{name: "Flatcar with /oem", boot: node.FlatcarIgnition, dirs: []string{"/oem"}, stored: "/oem/config.ign",
+			present: []string{"/boot/flatcar/first_boot"}},
+		{name: "MicroOS", boot: node.MicroOSIgnition, files: map[string]string{"/boot/writable/firstboot_happened": ""},
+			stored: "/run/osm/ignition-label/ignition/config.ign", absent: []string{"/boot/writable/firstboot_happened"},
+			calls: []string{"mountpoint -q /boot/writable", "mount /dev/disk/by-label/ignition", "umount"}, machineID: true},
+		{name: "kernel argument", boot: karg, stored: "/boot/ignition/config.ign", absent: []string{"/boot/ignition.firstboot"},
+			calls: []string{"grub2-editenv /boot/grub2/grubenv set ignition_firstboot=ignition.firstboot"}, machineID: true},
+		{name: "FirstBootFlag, the older spelling", boot: legacy, stored: "/boot/ignition/config.ign", present: []string{"/boot/ignition.firstboot"}, machineID: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			os := &node.OS{Utilities: []string{abi.UtilityIgnition}, Handoff: node.IgnitionHandoff(tt.boot)}
+			req, cfg := renderOS(t, os, abi.StageBootstrap, abi.UtilityIgnition, "openstack", nil)
+			sb := plugintest.NewSandbox(t)
+			sb.Dirs = append(sb.Dirs, tt.dirs...)
+			sb.Files["/etc/machine-id"] = "0123456789abcdef0123456789abcdef\n"
+			for p, c := range tt.files {
+				sb.Files[p] = c
+			}
+			if tt.name == "kernel argument" {
+				sb.Stubs["grub2-editenv"] = `:`
+			}
+			run := sb.RunBootstrap(t, req, cfg)
+			if run.Err != nil {
+				t.Fatalf("handoff: %v\n%s", run.Err, run.Output)
+			}
+			if got := sb.ReadFile(tt.stored); got != plugintest.SampleProvisioningConfig {
+				t.Errorf("%s = %q, want the fetched config", tt.stored, got)
+			}
+			for _, p := range append(tt.present, node.BootstrapDone) {
+				if !sb.Exists(p) {
+					t.Errorf("%s does not exist", p)
+				}
+			}
+			for _, p := range append(tt.absent, node.FetchedConfigPath) {
+				if sb.Exists(p) {
+					t.Errorf("%s still exists", p)
+				}
+			}
+			if sb.Exists("/etc/machine-id") != tt.machineID {
+				t.Errorf("/etc/machine-id kept: %v, want %v", sb.Exists("/etc/machine-id"), tt.machineID)
+			}
+			calls := run.Calls
+			for _, c := range append(tt.calls, "systemctl --no-block reboot") {
+				if !called(calls, c) {
+					t.Errorf("%q was not run: %q", c, calls)
+				}
+			}
+			for _, c := range tt.noCalls {
+				if called(calls, c) {
+					t.Errorf("%q was run: %q", c, calls)
+				}
+			}
+		})
+	}
+}
+
+func called(calls []string, prefix string) bool {
+	for _, c := range calls {
+		if strings.HasPrefix(c, prefix) {
+			return true
+		}
+	}
+	return false
+}

@@ -26,8 +26,12 @@ type OS struct {
 	// Options are the OS-specific keys of the plugin config, after CommonOptions.
 	Options []Option
 
-	// Trust is where the controller's extra CA bundle (-host-ca-bundle) goes.
+	// Trust is where the controller's extra CA bundle (-host-ca-bundle) goes; zero: the OS has no trust store
+	// the kit writes to, and machines of a controller with such a bundle are refused.
 	Trust Trust
+	// SSHUser is the image's user the machine's SSH keys are authorized for, when the host encodes the
+	// configuration (abi.Metadata.SSHUser); empty: the utility's default (Ignition: core).
+	SSHUser string
 	// Firewall is the unit of the distribution's host firewall (ufw.service, firewalld.service), masked on
 	// every node: kube-proxy and the CNI manage the packet filter, and these firewalls drop pod traffic by
 	// default. Empty: the image runs no firewall service.

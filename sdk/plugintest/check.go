@@ -185,11 +185,12 @@ func CheckBootstrap(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) {
 			t.Errorf("bootstrap: after cloud-init's init stage the script starts nothing; that stage does not run runcmd, so the node is never set up (the kit: systemctl start --no-block osm-setup.service)")
 		}
 	case abi.UtilityIgnition:
+		code := codeLines(fetch)
 		if !strings.Contains(fetch, ".ign") {
 			t.Errorf("bootstrap: the script fetching %s does not store the configuration where Ignition reads it (a .ign file: Flatcar /oem/config.ign, Fedora CoreOS /boot/ignition/config.ign)", url)
 		}
-		if !containsAny(fetch, "first_boot", "firstboot") {
-			t.Errorf("bootstrap: the script does not flag a first boot (Flatcar /boot/flatcar/first_boot, Fedora CoreOS /boot/ignition.firstboot); Ignition would not run again")
+		if !containsAny(code, "first_boot", "firstboot", "editenv") {
+			t.Errorf("bootstrap: the script does not flag a first boot (node.IgnitionBoot.Trigger: Flatcar creates /boot/flatcar/first_boot, Fedora CoreOS /boot/ignition.firstboot, MicroOS removes /boot/writable/firstboot_happened); Ignition would not run again")
 		}
 		if !strings.Contains(fetch, "reboot") {
 			t.Errorf("bootstrap: the script does not reboot; Ignition applies the configuration only at the next boot")
@@ -253,6 +254,19 @@ func writesFile(script, path string) bool {
 		}
 	}
 	return false
+}
+
+// codeLines is script without its comments and log lines, which name what the code should do.
+func codeLines(script string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(script, "\n") {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "log ") {
+			continue
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 func containsAny(s string, subs ...string) bool {

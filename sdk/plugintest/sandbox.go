@@ -17,7 +17,7 @@ import (
 // on a node (a hook reading a file that is not there, under `set -euo pipefail`) fails a test first.
 //
 // What makes it a sandbox, and its limits:
-//   - every absolute path in the script except /dev, /proc and /sys is rewritten to the same path under Root
+//   - every absolute path in the script except /dev (but /dev/disk), /proc and /sys is rewritten to the same path under Root
 //     (RootPath), so /etc/machine-name is Root/etc/machine-name; a path built at run time from pieces is not;
 //   - PATH holds the stubs (Stubs) and a directory of links to a fixed list of harmless tools (sed, grep,
 //     awk, coreutils: sandboxTools); any other command (systemctl, curl, mount, reboot, zypper, ...) runs
@@ -38,9 +38,10 @@ type Sandbox struct {
 }
 
 // ImageDirs are the directories a new sandbox has, those the images the kit supports ship and its scripts
-// write into without creating them: systemd's unit directory, cloud-init's configuration directory, /boot (with Flatcar's /boot/flatcar)
+// write into without creating them: openSUSE's file system labelled "ignition" (as a directory: mount is a
+// stub), systemd's unit directory, cloud-init's configuration directory, /boot (with Flatcar's /boot/flatcar)
 // and Flatcar's OEM directory (before 2023: /usr/share/oem).
-var ImageDirs = []string{"/etc/systemd/system", "/etc/cloud/cloud.cfg.d", "/boot", "/boot/flatcar", "/usr/share/oem", "/run", "/var/lib", "/tmp"}
+var ImageDirs = []string{"/dev/disk/by-label/ignition", "/etc/systemd/system", "/etc/cloud/cloud.cfg.d", "/boot", "/boot/flatcar", "/usr/share/oem", "/run", "/var/lib", "/tmp"}
 
 // SandboxRun is the outcome of Sandbox.Run.
 type SandboxRun struct {
@@ -48,7 +49,8 @@ type SandboxRun struct {
 	Err error
 	// Output is its standard output and standard error.
 	Output string
-	// Calls are the unknown commands it ran, one "name args..." line each, in order.
+	// Calls are the stubbed and unknown commands it ran, one "name args..." line each, in order, with node
+	// paths (the sandbox's root cut off).
 	Calls []string
 }
 
@@ -113,8 +115,10 @@ func (sb *Sandbox) Run(t testing.TB, script string) SandboxRun {
 			_ = os.Symlink(p, filepath.Join(bin, tool))
 		}
 	}
+	calls := filepath.Join(sb.Root, ".osm-test", "calls")
 	for name, body := range sb.Stubs {
-		write(t, filepath.Join(stubs, name), "#!"+filepath.Join(bin, "bash")+"\n"+body+"\n", 0o755)
+		record := "printf '%s\\n' \"" + name + " $*\" >>" + shellQuote(calls) + "\n"
+		write(t, filepath.Join(stubs, name), "#!"+filepath.Join(bin, "bash")+"\n"+record+body+"\n", 0o755)
 	}
 	for _, d := range sb.Dirs {
 		if err := os.MkdirAll(sb.RootPath(d), 0o755); err != nil {
@@ -124,7 +128,6 @@ func (sb *Sandbox) Run(t testing.TB, script string) SandboxRun {
 	for p, content := range sb.Files {
 		write(t, sb.RootPath(p), content, 0o644)
 	}
-	calls := filepath.Join(sb.Root, ".osm-test", "calls")
 	env := filepath.Join(sb.Root, ".osm-test", "env.sh")
 	write(t, env, "command_not_found_handle() { printf '%s\\n' \"$*\" >>"+shellQuote(calls)+"; return 0; }\n", 0o644)
 	path := filepath.Join(sb.Root, ".osm-test", "script")
@@ -141,7 +144,8 @@ func (sb *Sandbox) Run(t testing.TB, script string) SandboxRun {
 	}
 	run := SandboxRun{Err: err, Output: string(out)}
 	if b, rerr := os.ReadFile(calls); rerr == nil {
-		run.Calls = strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+		// Calls name node paths, as the script does.
+		run.Calls = strings.Split(strings.TrimSuffix(strings.ReplaceAll(string(b), sb.Root, ""), "\n"), "\n")
 	}
 	return run
 }
@@ -168,7 +172,8 @@ func write(t testing.TB, path, content string, mode os.FileMode) {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// RewritePaths puts every absolute path of script under root, except those under /dev, /proc and /sys. A path
+// RewritePaths puts every absolute path of script under root, except those under /dev (but /dev/disk, the
+// links to file systems by label, is rewritten), /proc and /sys. A path
 // starts at a '/' followed by a letter where the character before is none of those that continue a word, a
 // URL or a sed expression (letters, digits, "_.-$}~:/]*").
 func RewritePaths(script, root string) string {
@@ -177,7 +182,7 @@ func RewritePaths(script, root string) string {
 		c := script[i]
 		if c == '/' && i+1 < len(script) && isLetter(script[i+1]) && (i == 0 || !strings.ContainsRune("_.-$}~:/]*", rune(script[i-1])) && !isLetter(script[i-1]) && !isDigit(script[i-1])) {
 			rest := script[i:]
-			if !strings.HasPrefix(rest, "/dev/") && !strings.HasPrefix(rest, "/proc/") && !strings.HasPrefix(rest, "/sys/") && rest != "/dev" {
+			if strings.HasPrefix(rest, "/dev/disk/") || !strings.HasPrefix(rest, "/dev/") && !strings.HasPrefix(rest, "/proc/") && !strings.HasPrefix(rest, "/sys/") {
 				b.WriteString(root)
 			}
 		}

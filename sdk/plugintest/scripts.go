@@ -93,17 +93,19 @@ const SampleProvisioningConfig = "#osm sample provisioning configuration\n"
 // run's Calls.
 func RunBootstrap(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) (*Sandbox, SandboxRun) {
 	t.Helper()
-	final := substitute(cfg, SampleSecrets)
+	sb := NewSandbox(t)
+	return sb, sb.RunBootstrap(t, req, cfg)
+}
+
+// RunBootstrap is RunBootstrap in sb, whose Files, Dirs and Stubs (but curl) are kept.
+func (sb *Sandbox) RunBootstrap(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) SandboxRun {
+	t.Helper()
 	sec := req.Context.Cluster.ProvisioningSecret
 	url := "/api/v1/namespaces/" + sec.Namespace + "/secrets/" + sec.Name
-	sb := NewSandbox(t)
+	sb.AddConfig(cfg)
 	var script string
-	for _, f := range final.Files {
-		if f.Content.Inline == nil {
-			continue
-		}
-		sb.Files[f.Path] = f.Content.Inline.Data
-		if strings.Contains(f.Content.Inline.Data, url) {
+	for _, f := range substitute(cfg, SampleSecrets).Files {
+		if f.Content.Inline != nil && strings.Contains(f.Content.Inline.Data, url) {
 			script = f.Content.Inline.Data
 		}
 	}
@@ -113,7 +115,7 @@ func RunBootstrap(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) (*S
 	secret := `{"kind": "Secret", "data": {"` + sec.Key + `": "` + base64.StdEncoding.EncodeToString([]byte(SampleProvisioningConfig)) + `"}}`
 	sb.Stubs["curl"] = `out=/dev/null; while [ $# -gt 0 ]; do if [ "$1" = -o ]; then out=$2; fi; shift; done
 printf '%s' ` + shellQuote(secret) + ` >"$out"; printf 200`
-	return sb, sb.Run(t, script)
+	return sb.Run(t, script)
 }
 
 // CheckBootstrapRun fails the test unless the bootstrap of a fetch-then-apply plugin, run by RunBootstrap,
