@@ -119,7 +119,7 @@ func CheckPlaceholders(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig
 }
 
 // CheckJoinFromSettings fails the test unless the bootstrap stage of a join-from-settings plugin carries what
-// the node joins with (sdk/SPEC.md §9.2), each verbatim in a file's plain content: the API server URL, the
+// the node joins with (sdk/SPEC.md §9, join-from-settings), each verbatim in a file's plain content: the API server URL, the
 // cluster CA (or its base64), and the kubelet's bootstrap token placeholder, the same least-privilege credential a
 // fetch-then-apply node's kubelet joins with; and that it carries no other credential placeholder (the
 // provisioning token, the cloud-config), turns no TLS verification off and stays within the bootstrap
