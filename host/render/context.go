@@ -55,7 +55,7 @@ func (m *machine) renderContext(cr crConfig) abi.RenderContext {
 		BinaryBaseURL: s.BinaryBaseURL,
 		Secrets:       m.placeholders(),
 	}
-	if m.inTreeCCMAvailable() {
+	if m.inTreeCCMAvailable() && m.kubeletHasInTree() {
 		ctx.CloudProvider.InTreeName = pc.CloudProvider
 	}
 	if n := pc.Network; n != nil {

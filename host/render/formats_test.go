@@ -17,11 +17,14 @@ import (
 // formatPlugin is a narrow stand-in for a format plugin (the real wasm path is tested in host/app): it declares
 // an SSH user and its own utility, and its encoder lists each registry's structured credential placeholders
 // the way a settings format would.
-type formatPlugin struct{ sshUser string }
+type formatPlugin struct {
+	sshUser string
+	inTree  []string // the context's CloudProvider.InTreeName of each render
+}
 
 func (p *formatPlugin) Metadata() abi.Metadata {
 	return abi.Metadata{ABIVersion: abi.Version, Name: "fmt", Version: "1.0.0", OperatingSystems: []abi.OperatingSystem{{Name: "ubuntu"}},
-		ProvisioningUtilities: []string{abi.UtilityIgnition, "settings-format"}, CloudProviders: []string{"*"}, SSHUser: p.sshUser,
+		ProvisioningUtilities: []string{abi.UtilityIgnition, abi.UtilityCloudInit, "settings-format"}, CloudProviders: []string{"*"}, SSHUser: p.sshUser,
 		BootContract: abi.BootContractJoinFromSettings}
 }
 
@@ -30,6 +33,7 @@ func (p *formatPlugin) Identity() osmv1alpha1.ResolvedPlugin {
 }
 
 func (p *formatPlugin) Render(_ context.Context, req *abi.RenderRequest) (*abi.RenderResponse, error) {
+	p.inTree = append(p.inTree, req.Context.CloudProvider.InTreeName)
 	return &abi.RenderResponse{ABIVersion: abi.Version, Config: req.Input}, nil
 }
 
@@ -121,8 +125,52 @@ func TestRegistryCredentialsPerRegistry(t *testing.T) {
 	if p := render.RegistryPlaceholders("quay.io"); p.Auth == render.RegistryPlaceholders("quay.io:443").Auth || strings.Contains(p.Auth, render.Placeholders.RegistryAuth) {
 		t.Errorf("placeholders are not unique: %+v", p)
 	}
+	// A preview (osmctl render, diff) passes the placeholders as the values and keeps them.
+	preview, err := out.UserData(context.Background(), abi.StageProvisioning, render.SecretValues{BootstrapToken: "t", ProvisioningToken: "t", RegistryAuth: render.Placeholders.RegistryAuth})
+	if err != nil || !strings.Contains(string(preview), render.RegistryPlaceholders("quay.io").Auth) {
+		t.Errorf("a preview lost the structured placeholders (%v):\n%s", err, preview)
+	}
 	spec, _ := json.Marshal(out.Spec)
 	if strings.Contains(string(spec), "robot") {
 		t.Error("the OSC holds a credential")
+	}
+}
+
+// TestInTreeNameFollowsTheKubelet: the context names an in-tree provider only for a kubelet that still has it
+// (OpenStack's went in 1.26, AWS's in 1.27, all from 1.29), and never with an external cloud provider.
+func TestInTreeNameFollowsTheKubelet(t *testing.T) {
+	for _, tt := range []struct {
+		provider, kubelet string
+		external          bool
+		want              string
+	}{
+		{"aws", "1.26.5", false, "aws"},
+		{"aws", "1.27.0", false, ""},
+		{"openstack", "1.25.9", false, "openstack"},
+		{"openstack", "1.26.0", false, ""},
+		{"azure", "1.28.3", false, "azure"},
+		{"azure", "1.29.0", false, ""},
+		{"aws", "1.26.5", true, ""},
+		{"hetzner", "1.26.5", false, ""},
+	} {
+		p := &formatPlugin{}
+		osp := &osmv1alpha1.OperatingSystemProfile{}
+		loadYAML(t, upstreamDir+"/osp-ubuntu.yaml", osp)
+		osp.Spec.Plugin = &osmv1alpha1.PluginReference{Builtin: "fmt"}
+		osp.Spec.SupportedCloudProviders = append(osp.Spec.SupportedCloudProviders, osmv1alpha1.CloudProviderSpec{Name: tt.provider})
+		md := upstreamMD(t, "workers", osp.Name, tt.kubelet, "ubuntu", tt.provider, `{}`)
+		_, err := (&render.Renderer{Plugins: onePlugin{p}}).Render(context.Background(), render.Input{MachineDeployment: md, Profile: osp,
+			Cluster: render.ClusterInfo{ServerURL: "https://api:6443", CACert: "ca"}, Settings: upstreamSettings(tt.external)})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tt.provider, tt.kubelet, err)
+		}
+		if len(p.inTree) == 0 {
+			t.Fatalf("%s %s: the plugin never rendered", tt.provider, tt.kubelet)
+		}
+		for _, got := range p.inTree {
+			if got != tt.want {
+				t.Errorf("%s kubelet %s external %v: InTreeName %q, want %q", tt.provider, tt.kubelet, tt.external, got, tt.want)
+			}
+		}
 	}
 }

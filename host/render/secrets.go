@@ -57,6 +57,9 @@ func (v SecretValues) replacer() *strings.Replacer {
 		auths, _ := containerd.ParseAuthTOML(v.RegistryAuth)
 		for _, host := range v.registryHosts {
 			p, a := RegistryPlaceholders(host), auths[host]
+			if v.RegistryAuth == Placeholders.RegistryAuth {
+				a = containerd.RegistryAuth{Username: p.Username, Password: p.Password, Auth: p.Auth, IdentityToken: p.IdentityToken} // a preview keeps them
+			}
 			pairs = append(pairs, p.Username, a.Username, p.Password, a.Password, p.Auth, a.Auth, p.IdentityToken, a.IdentityToken)
 		}
 	}

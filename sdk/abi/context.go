@@ -55,7 +55,9 @@ type CloudProvider struct {
 	MachineSpec json.RawMessage `json:"machineSpec,omitempty"`
 	// External is true when the cluster runs an external (out-of-tree) cloud controller manager.
 	External bool `json:"external,omitempty"`
-	// InTreeName is the name the kubelet's --cloud-provider flag takes for an in-tree provider, "" if none.
+	// InTreeName is the name the kubelet's --cloud-provider flag takes for an in-tree provider, "" if none:
+	// none with an external cloud controller manager, and none once the machine's kubelet lost the provider
+	// (OpenStack from 1.26, AWS from 1.27, every provider from 1.29).
 	InTreeName string `json:"inTreeName,omitempty"`
 	// HasCloudConfig is true when a cloud-config file is written (its content is Secrets.CloudConfig).
 	HasCloudConfig bool `json:"hasCloudConfig,omitempty"`
