@@ -291,3 +291,21 @@ func called(calls []string, prefix string) bool {
 	}
 	return false
 }
+
+// TestIgnitionAlternativesLastWins: of several Alternatives whose directories exist, the last one listed wins,
+// as IgnitionBoot.Alternatives says; without any, ConfigPath.
+func TestIgnitionAlternativesLastWins(t *testing.T) {
+	boot := node.IgnitionBoot{ConfigPath: "/usr/share/oem/config.ign", Alternatives: [][2]string{{"/oem", "/oem/config.ign"}, {"/oem2", "/oem2/config.ign"}},
+		Trigger: node.TouchFlag("/boot/flatcar/first_boot"), ResetMachineID: true}
+	for _, tt := range []struct {
+		dirs []string
+		want string
+	}{{nil, "/usr/share/oem/config.ign"}, {[]string{"/oem"}, "/oem/config.ign"}, {[]string{"/oem", "/oem2"}, "/oem2/config.ign"}} {
+		req, cfg := renderOS(t, &node.OS{Utilities: []string{abi.UtilityIgnition}, Handoff: node.IgnitionHandoff(boot)}, abi.StageBootstrap, abi.UtilityIgnition, "openstack", nil)
+		sb := plugintest.NewSandbox(t)
+		sb.Dirs = append(sb.Dirs, tt.dirs...)
+		if run := sb.RunBootstrap(t, req, cfg); run.Err != nil || sb.ReadFile(tt.want) != plugintest.SampleProvisioningConfig {
+			t.Errorf("directories %v: the config is not at %s (%v)\n%s", tt.dirs, tt.want, run.Err, run.Output)
+		}
+	}
+}

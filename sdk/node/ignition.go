@@ -9,7 +9,7 @@ import (
 // FedoraCoreOSIgnition and MicroOSIgnition describe the shapes in use; another image fills in its own.
 //
 // The handoff remounts Writable read-write, stores the fetched configuration at ConfigPath (on the file
-// system labelled ConfigLabel when set, or at the path of the last Alternatives entry whose directory exists),
+// system labelled ConfigLabel when set; replaced by the last Alternatives entry whose directory exists),
 // sets Trigger, touches the bootstrap's done marker (BootstrapDone) and reboots. Ignition then applies the
 // configuration as a second run on a machine that has already booted once, and its units need care: Ignition
 // does not enable a unit, it writes a systemd preset (/etc/systemd/system-preset/20-ignition.preset), and
@@ -28,8 +28,9 @@ type IgnitionBoot struct {
 	// /dev/disk/by-label/<label>, writes the config and unmounts it; a machine without that file system fails
 	// the bootstrap with a message naming it.
 	ConfigLabel string
-	// Alternatives are {directory, path} pairs tried in order after ConfigPath: the path of the last pair
-	// whose directory exists wins (Flatcar moved its OEM partition from /usr/share/oem to /oem in 2023).
+	// Alternatives are {directory, path} pairs that override ConfigPath where the directory exists: each such
+	// pair replaces the path chosen before it, so of several the last one listed wins (Flatcar moved its OEM
+	// partition from /usr/share/oem to /oem in 2023: {"/oem", "/oem/config.ign"}).
 	Alternatives [][2]string
 	// Writable are mount points the handoff remounts read-write (where they are mount points) before it
 	// stores the config and sets the trigger: Fedora CoreOS mounts /boot read-only.
