@@ -1,6 +1,7 @@
 package hack
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +40,8 @@ func TestInstallDepsSaysWhatItChanges(t *testing.T) {
 			cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "OSM_INSTALL_DEPS_UPGRADE="+tt.optIn)
 			out, err := cmd.CombinedOutput()
 			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
 				code = ee.ExitCode()
 			} else if err != nil {
 				t.Fatal(err)

@@ -696,10 +696,7 @@ func restartLoop(st map[string]unitState, units ...string) error {
 func explain(r *report, focus ...string) string {
 	var b strings.Builder
 	seen := map[string]bool{}
-	units := append(append([]string{}, focus...), r.failed...)
-	for _, u := range slices.Sorted(maps.Keys(r.units)) {
-		units = append(units, u)
-	}
+	units := append(append(append([]string{}, focus...), r.failed...), slices.Sorted(maps.Keys(r.units))...)
 	for _, u := range units {
 		st, known := r.units[u]
 		failed := slices.Contains(r.failed, u) || known && st.failedOnce()

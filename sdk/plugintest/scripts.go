@@ -27,7 +27,7 @@ func CheckScripts(t testing.TB, cfg *abi.NodeConfig) {
 		}
 		data := f.Content.Inline.Data
 		first, _, _ := strings.Cut(data, "\n")
-		if !strings.HasPrefix(first, "#!") || !(strings.HasSuffix(first, "bash") || strings.HasSuffix(first, "/sh")) {
+		if !strings.HasPrefix(first, "#!") || !strings.HasSuffix(first, "bash") && !strings.HasSuffix(first, "/sh") {
 			continue
 		}
 		args := []string{"-n"}
