@@ -189,6 +189,11 @@ func (m *Metadata) Validate() error {
 	if len(m.CloudProviders) == 0 {
 		problems = append(problems, "cloudProviders is empty")
 	}
+	switch m.BootContract {
+	case "", BootContractFetchThenApply, BootContractJoinFromSettings:
+	default:
+		problems = append(problems, fmt.Sprintf("bootContract %q is none of %s, %s", m.BootContract, BootContractFetchThenApply, BootContractJoinFromSettings))
+	}
 	for _, o := range m.ConfigSchema {
 		if err := o.checkSchema(); err != nil {
 			problems = append(problems, err.Error())
