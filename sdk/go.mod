@@ -3,6 +3,7 @@ module github.com/osmhq/osm/sdk
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/coreos/ignition/v2 v2.24.0
 	github.com/extism/go-pdk v1.1.3
 	github.com/extism/go-sdk v1.7.1

@@ -36,7 +36,8 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 1 when they differ and 2 when something went wrong.`,
 		Example: `  osmctl diff -f machinedeployment.yaml --from osp-ubuntu-v1.yaml --to osp-ubuntu-v2.yaml
   osmctl diff -f machinedeployment.yaml --from osp.yaml --to osp-next.yaml --stage provisioning
-  osmctl diff -f machinedeployment.yaml --from osp-ubuntu.yaml --to-extension site-extension.yaml`,
+  osmctl diff -f machinedeployment.yaml --from osp-ubuntu.yaml --to-extension site-extension.yaml
+  osmctl diff -f machinedeployment.yaml --from osp-myos.yaml --plugin-file myos.wasm`,
 		Args:        cobra.NoArgs,
 		Annotations: map[string]string{annotationErrorExitCode: "2"},
 		RunE:        func(cmd *cobra.Command, _ []string) error { return o.run(cmd, g) },
@@ -55,6 +56,8 @@ The output is deterministic. Like diff(1), the exit status is 0 when the rendere
 	o.addTenancyFlag(f)
 	o.extensions.addFlag(f, "extension", "OperatingSystemProfileExtension YAML file applied to both sides (repeatable).")
 	o.toExtensions.addFlag(f, "to-extension", "OperatingSystemProfileExtension YAML file applied to the new side only (repeatable): shows what applying it changes.")
+	f.StringVar(&o.pluginFile, pluginFileFlag, "", "Plugin module file (.wasm) that stands in for the new side's plugin (--to's spec.plugin) while --from keeps its own: "+
+		"shows what a local module changes before it is pushed.")
 	for _, name := range []string{"filename", "from"} {
 		_ = cmd.MarkFlagRequired(name)
 	}
@@ -67,6 +70,7 @@ type side struct {
 	extensions extensionFiles
 	osp        *osmv1alpha1.OperatingSystemProfile
 	out        *render.Output
+	renderer   *render.Renderer
 }
 
 func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
@@ -88,9 +92,22 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 			return err
 		}
 	}
-	renderer, settings, cluster, err := o.renderer(cmd, g)
-	if err != nil {
+	// The old side renders with the profile's own plugin; --plugin-file stands in for the new side's only.
+	fromFlags := o.renderFlags
+	fromFlags.pluginFile = ""
+	var settings render.Settings
+	var cluster render.ClusterInfo
+	if from.renderer, settings, cluster, err = fromFlags.renderer(cmd, g); err != nil {
 		return err
+	}
+	to.renderer = from.renderer
+	if o.pluginFile != "" {
+		if err := withPluginFile(to.osp, o.pluginFile); err != nil {
+			return err
+		}
+		if to.renderer, _, _, err = o.renderer(cmd, g); err != nil {
+			return err
+		}
 	}
 	for _, s := range []*side{from, to} {
 		if err := o.checkTenancy(md, s.osp); err != nil {
@@ -100,7 +117,7 @@ func (o *diffOptions) run(cmd *cobra.Command, g *globals) error {
 		if err != nil {
 			return err
 		}
-		s.out, err = renderer.Render(cmd.Context(), render.Input{
+		s.out, err = s.renderer.Render(cmd.Context(), render.Input{
 			MachineDeployment: md, Profile: s.osp, Settings: settings,
 			Cluster: cluster, Extensions: xs,
 		})

@@ -86,7 +86,7 @@ local SDK checkout instead (a replace directive), for osmctl built from source.`
 	f.StringVar(&dir, "dir", "", "Directory to create (default: ./NAME); it must not exist.")
 	f.StringVar(&s.Module, "module", "", "Go module path (default: example.com/osm-plugins/NAME).")
 	f.StringVar(&s.OSVersion, "os-version", "1", "OS version the plugin renders for (OSP osVersion).")
-	f.StringVar(&s.Family, "family", "apt", "Distribution family to start from: apt (Debian-like), dnf (Red Hat-like), both provisioned by cloud-init, or ignition (image-based, provisioned by Ignition: Fedora CoreOS, Flatcar).")
+	f.StringVar(&s.Family, "family", "apt", "Distribution family to start from: apt (Debian-like), dnf (Red Hat-like), both provisioned by cloud-init, ignition (image-based, provisioned by Ignition: Fedora CoreOS, Flatcar, MicroOS), or format (a user-data format of the plugin's own, e.g. a TOML settings document, joining from settings).")
 	f.StringVar(&s.Image, "image", "", "Image repository the plugin is pushed to (default: localhost:5000/osm/NAME).")
 	f.StringSliceVar(&s.Providers, "cloud-providers", []string{"aws", "azure", "gce", "hetzner", "openstack", "vsphere"}, "Cloud providers the plugin supports.")
 	f.StringVar(&sdkVersion, "sdk-version", "", "SDK version to require (default: the one osmctl was built with).")
@@ -94,10 +94,13 @@ local SDK checkout instead (a replace directive), for osmctl built from source.`
 	return cmd
 }
 
-// Utility is the provisioning utility of the family.
+// Utility is the provisioning utility of the family: the format family's is the plugin's own, NAME-settings.
 func (s scaffold) Utility() string {
-	if s.Family == "ignition" {
+	switch s.Family {
+	case "ignition":
 		return "ignition"
+	case "format":
+		return s.Name + "-settings"
 	}
 	return "cloud-init"
 }
@@ -106,8 +109,8 @@ func (s scaffold) check() error {
 	switch {
 	case !isDNSLabel(s.Name):
 		return fmt.Errorf("plugin name %q: use lower case letters, digits and dashes (it is the OSP osName)", s.Name)
-	case s.Family != "apt" && s.Family != "dnf" && s.Family != "ignition":
-		return fmt.Errorf("--family %q: want apt or dnf (cloud-init; for another package manager, start from apt and replace Install; see sdk/examples/opensuse), or ignition (Fedora CoreOS, Flatcar)", s.Family)
+	case s.Family != "apt" && s.Family != "dnf" && s.Family != "ignition" && s.Family != "format":
+		return fmt.Errorf("--family %q: want apt or dnf (cloud-init; for another package manager, start from apt and replace Install; see sdk/examples/opensuse), ignition (Fedora CoreOS, Flatcar, MicroOS), or format (a user-data format of the plugin's own)", s.Family)
 	case len(s.Providers) == 0:
 		return errors.New("--cloud-providers: name at least one")
 	case strings.ContainsAny(s.OSVersion, "\"\\\n") || s.OSVersion == "":

@@ -55,7 +55,7 @@ func TestPluginInitIgnition(t *testing.T) {
 		t.Errorf("the stage tests did not run:\n%s", out)
 	}
 	golden, _ := os.ReadFile(filepath.Join(dir, "testdata", "bootstrap.txt"))
-	for _, w := range []string{"/boot/ignition/config.ign", "touch /boot/ignition.firstboot /var/lib/osm/bootstrap.done", "osm-ignition-enable.service"} {
+	for _, w := range []string{"/boot/ignition/config.ign", "touch /boot/ignition.firstboot", "touch /var/lib/osm/bootstrap.done", "osm-ignition-enable.service"} {
 		if !strings.Contains(string(golden), w) {
 			t.Errorf("the bootstrap lacks %q", w)
 		}

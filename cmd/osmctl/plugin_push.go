@@ -92,16 +92,23 @@ the digest; the tag is for people.`,
 }
 
 // writeProfileSnippet prints the pinned reference and the spec.plugin block that uses it, with the plugin's
-// config keys as comments.
+// config keys as comments, and its plugin secrets (options of type secret, which are not config keys) as
+// spec.plugin.secrets entries to fill in.
 func writeProfileSnippet(out io.Writer, ref string, md abi.Metadata) error {
 	var w strings.Builder
 	fmt.Fprintf(&w, "%s\n\n# spec.plugin for an OperatingSystemProfile (%s %s):\nspec:\n  plugin:\n    image: %s\n", ref, md.Name, md.Version, ref)
-	if len(md.ConfigSchema) == 0 {
-		_, err := io.WriteString(out, w.String())
-		return err
-	}
-	w.WriteString("    # config:\n")
+	var config, secrets []abi.ConfigOption
 	for _, o := range md.ConfigSchema {
+		if o.Type == abi.ConfigSecret {
+			secrets = append(secrets, o)
+		} else {
+			config = append(config, o)
+		}
+	}
+	if len(config) > 0 {
+		w.WriteString("    # config:\n")
+	}
+	for _, o := range config {
 		note := o.Description
 		switch {
 		case o.Required:
@@ -116,6 +123,16 @@ func writeProfileSnippet(out io.Writer, ref string, md abi.Metadata) error {
 			note += fmt.Sprintf(" (one of %v)", o.Enum)
 		}
 		fmt.Fprintf(&w, "    #   %s: %s  # %s\n", o.Name, strconv.Quote(o.Default), note)
+	}
+	if len(secrets) > 0 {
+		w.WriteString("    # secrets:\n")
+	}
+	for _, o := range secrets {
+		note := o.Description
+		if o.Required {
+			note += " (required)"
+		}
+		fmt.Fprintf(&w, "    #   - name: %s\n    #     secretRef: {name: <Secret in the profile's namespace>, key: <key>}  # %s\n", o.Name, note)
 	}
 	_, err := io.WriteString(out, w.String())
 	return err

@@ -330,3 +330,21 @@ func TestPluginRunDefaultProfile(t *testing.T) {
 		t.Errorf("the request was not built from the embedded osp-ubuntu (version, schema defaults): %.1000s", data)
 	}
 }
+
+// TestPushSnippetListsSecretsAsSecrets: a plugin secret (an option of type secret) is offered as a
+// spec.plugin.secrets entry, never as a config key, which the host would refuse.
+func TestPushSnippetListsSecretsAsSecrets(t *testing.T) {
+	var b strings.Builder
+	md := abi.Metadata{Name: "opensuse", Version: "v0.1.0", ConfigSchema: []abi.ConfigOption{
+		{Name: "containerdVersion", Default: "2.1.4", Description: "containerd release"},
+		{Name: "registration-code", Type: abi.ConfigSecret, Description: "SLES registration code"},
+	}}
+	if err := writeProfileSnippet(&b, "r@sha256:0", md); err != nil {
+		t.Fatal(err)
+	}
+	want := "    # config:\n    #   containerdVersion: \"2.1.4\"  # containerd release (default)\n" +
+		"    # secrets:\n    #   - name: registration-code\n    #     secretRef: {name: <Secret in the profile's namespace>, key: <key>}  # SLES registration code\n"
+	if !strings.HasSuffix(b.String(), want) {
+		t.Errorf("snippet:\n%s\nwant it to end in:\n%s", b.String(), want)
+	}
+}

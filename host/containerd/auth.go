@@ -68,3 +68,30 @@ func AuthTOML(auths map[string]RegistryAuth) (string, error) {
 	}
 	return buf.String(), nil
 }
+
+// ParseAuthTOML reads the tables AuthTOML writes back into the credentials per registry host, for the
+// structured per-registry placeholders (abi.SecretPlaceholders.Registries) of formats that list registries
+// themselves. Auth is filled from Username and Password when the docker config had none.
+func ParseAuthTOML(data string) (map[string]RegistryAuth, error) {
+	var doc struct {
+		Plugins map[string]struct {
+			Registry struct {
+				Configs map[string]struct {
+					Auth RegistryAuth `toml:"auth"`
+				} `toml:"configs"`
+			} `toml:"registry"`
+		} `toml:"plugins"`
+	}
+	if _, err := toml.Decode(data, &doc); err != nil {
+		return nil, fmt.Errorf("registry credential tables: %w", err)
+	}
+	out := map[string]RegistryAuth{}
+	for host, c := range doc.Plugins["io.containerd.cri.v1.images"].Registry.Configs {
+		a := c.Auth
+		if a.Auth == "" && a.Username != "" {
+			a.Auth = base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password))
+		}
+		out[host] = a
+	}
+	return out, nil
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -88,9 +89,11 @@ type conformanceStep struct {
 type conformanceResult struct {
 	Header []string
 	Steps  []conformanceStep
-	MD     *clusterv1alpha1.MachineDeployment
-	Ref    string
-	start  time.Time
+	// Why names the units that failed on the node, with their last journal lines (see explain).
+	Why   string
+	MD    *clusterv1alpha1.MachineDeployment
+	Ref   string
+	start time.Time
 }
 
 // The steps of the report, in the order of a node's boot.
@@ -148,6 +151,9 @@ func (r *conformanceResult) table() string {
 		verdict = "NOT CONFORMANT"
 	}
 	fmt.Fprintf(&b, "\n%s: %d of %d steps passed in %s\n", verdict, passed, len(r.Steps), time.Since(r.start).Round(time.Second))
+	if r.Why != "" && passed != len(r.Steps) {
+		b.WriteString("\n## Why\n\n" + r.Why)
+	}
 	return b.String()
 }
 
@@ -515,6 +521,11 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 	// nobody enables) would wait for the whole timeout: give up when that lasts stallAfter.
 	var doneSince time.Time
 	stall := func(st map[string]unitState) error {
+		// A kubelet or containerd that fails at every start (an ExecStartPre such as osm-node-env) never
+		// gets the node further.
+		if err := restartLoop(st, kubeletUnit, containerd); err != nil {
+			return err
+		}
 		if bootstrapDone == "" || setupDoneMarker == "" || !n.file(bootstrapDone).exists || n.file(setupDoneMarker).exists || st[setupUnitName].active() {
 			doneSince = time.Time{}
 			return nil
@@ -646,6 +657,7 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 	})
 	if csrErr != nil {
 		res.fail(t, stepCSR, "%v", csrErr)
+		res.Why = explain(r, bootstrapUnitName, setupUnitName, containerd, kubeletUnit)
 		r.diagnose(t, bootstrapUnitName, setupUnitName, containerd, kubeletUnit)
 		return res
 	}
@@ -661,9 +673,52 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 		t.Logf("%s (%v)", checkReportedPhases(t, c, reports, nodeName), reportErr)
 	})
 	if t.Failed() {
+		res.Why = explain(r, bootstrapUnitName, setupUnitName, containerd, kubeletUnit)
 		r.diagnose(t, bootstrapUnitName, setupUnitName, containerd, kubeletUnit)
 	}
 	return res
+}
+
+// restartLoopAfter is how many restarts of a unit that should run for good (the kubelet, containerd) mean
+// the node cannot progress: systemd restarts them after every failed start, an ExecStartPre included, and a
+// node that joins restarts neither even once.
+const restartLoopAfter = 3
+
+// restartLoop reports a unit of units that systemd has restarted restartLoopAfter times: the run ends then,
+// rather than when the CSR wait times out.
+func restartLoop(st map[string]unitState, units ...string) error {
+	for _, u := range units {
+		if s, ok := st[u]; ok && s.restarts() >= restartLoopAfter {
+			return fmt.Errorf("%s fails to start again and again (%s); see its journal in the report", u, s)
+		}
+	}
+	return nil
+}
+
+// explain is the report's "Why" section: each unit of focus, or any other unit, that failed at least once on
+// the node, with its state and its last journal lines, so that a failing step names the unit and shows why
+// (an ExecStartPre that exits 1 before the kubelet starts, a setup script stopped by set -e).
+func explain(r *report, focus ...string) string {
+	var b strings.Builder
+	seen := map[string]bool{}
+	units := append(append(append([]string{}, focus...), r.failed...), slices.Sorted(maps.Keys(r.units))...)
+	for _, u := range units {
+		st, known := r.units[u]
+		failed := slices.Contains(r.failed, u) || known && st.failedOnce()
+		if u == "" || seen[u] || !failed {
+			continue
+		}
+		seen[u] = true
+		state := "failed"
+		if known {
+			state = st.String()
+		}
+		fmt.Fprintf(&b, "### %s: %s\n\n```\n%s```\n\n", u, state, tail(r.unitJournal(u), 20))
+	}
+	if b.Len() == 0 {
+		return fmt.Sprintf("No unit failed on the node; the report directory %s has its unit states and journal.\n", r.dir)
+	}
+	return b.String()
 }
 
 // stallAfter is how long a conformance node may sit with its bootstrap done and its setup not started.

@@ -55,7 +55,7 @@ func (m *machine) renderContext(cr crConfig) abi.RenderContext {
 		BinaryBaseURL: s.BinaryBaseURL,
 		Secrets:       m.placeholders(),
 	}
-	if m.inTreeCCMAvailable() {
+	if m.inTreeCCMAvailable() && m.kubeletHasInTree() {
 		ctx.CloudProvider.InTreeName = pc.CloudProvider
 	}
 	if n := pc.Network; n != nil {
@@ -73,6 +73,10 @@ func (m *machine) placeholders() abi.SecretPlaceholders {
 	}
 	if len(m.Settings.RegistryCredentialHosts) > 0 {
 		p.RegistryAuth = Placeholders.RegistryAuth
+		p.Registries = make(map[string]abi.RegistryCredentials, len(m.Settings.RegistryCredentialHosts))
+		for _, h := range m.Settings.RegistryCredentialHosts {
+			p.Registries[h] = RegistryPlaceholders(h)
+		}
 	}
 	p.RHSubscriptionPassword = m.rhPasswordPlaceholder()
 	return p

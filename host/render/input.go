@@ -113,6 +113,18 @@ func (m *machine) cloudProvider() string { return m.provider.CloudProvider }
 // inTreeCloudProviders have a cloud provider compiled into kubelets older than 1.29.
 var inTreeCloudProviders = map[string]bool{"aws": true, "azure": true, "gce": true, "openstack": true, "vsphere": true}
 
+// kubeletDropped is the first kubelet minor (1.x) without the provider compiled in: the in-tree OpenStack
+// provider was removed in 1.26 and AWS's in 1.27, and from 1.29 kubelets accept no in-tree provider.
+var kubeletDropped = map[string]uint64{"openstack": 26, "aws": 27, "azure": 29, "gce": 29, "vsphere": 29}
+
+// kubeletHasInTree reports whether this machine's kubelet still takes its provider in --cloud-provider: what
+// abi.CloudProvider.InTreeName promises a plugin. (The templates' InTreeCCMAvailable keeps upstream OSM's
+// meaning, which ignores the kubelet's version.)
+func (m *machine) kubeletHasInTree() bool {
+	minor, ok := kubeletDropped[m.cloudProvider()]
+	return ok && m.kubeletVersion.Minor() < minor
+}
+
 func (m *machine) inTreeCCMAvailable() bool {
 	return inTreeCloudProviders[m.cloudProvider()] && !m.Settings.ExternalCloudProvider
 }

@@ -1,10 +1,12 @@
 package render
 
 import (
+	"encoding/hex"
 	"fmt"
 	"strings"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/containerd"
 	"github.com/osmhq/osm/sdk/abi"
 )
 
@@ -29,6 +31,9 @@ type SecretValues struct {
 	RegistryAuth      string
 	// RHSubscriptionPassword is filled in by the pipeline from the MachineDeployment.
 	RHSubscriptionPassword string
+	// registryHosts are the registries whose structured placeholders (RegistryPlaceholders) UserData
+	// substitutes, from the values in RegistryAuth ("" for a host RegistryAuth lacks).
+	registryHosts []string
 	// Plugin maps each name of the profile's spec.plugin.secrets to the value of the Secret key it refers to.
 	// UserData refuses to write user-data without a value for every name (see PluginSecretPlaceholders for
 	// renders that must keep the placeholders, such as a trial render).
@@ -46,7 +51,27 @@ func (v SecretValues) replacer() *strings.Replacer {
 	for _, name := range abi.SortedKeys(v.Plugin) {
 		pairs = append(pairs, PluginSecretPlaceholder(name), v.Plugin[name])
 	}
+	if len(v.registryHosts) > 0 {
+		// RegistryAuth holds the tables containerd.AuthTOML wrote; a value that does not parse leaves every
+		// registry's fields empty rather than its placeholders in place.
+		auths, _ := containerd.ParseAuthTOML(v.RegistryAuth)
+		for _, host := range v.registryHosts {
+			p, a := RegistryPlaceholders(host), auths[host]
+			if v.RegistryAuth == Placeholders.RegistryAuth {
+				a = containerd.RegistryAuth{Username: p.Username, Password: p.Password, Auth: p.Auth, IdentityToken: p.IdentityToken} // a preview keeps them
+			}
+			pairs = append(pairs, p.Username, a.Username, p.Password, a.Password, p.Auth, a.Auth, p.IdentityToken, a.IdentityToken)
+		}
+	}
 	return strings.NewReplacer(pairs...)
+}
+
+// RegistryPlaceholders are the placeholders of registry host's credentials (abi.SecretPlaceholders.Registries):
+// "__OSM_SECRET_REGISTRY_<host in hex>_<FIELD>__". Hex keeps them unique per host and free of characters a
+// format would quote, and no placeholder contains another.
+func RegistryPlaceholders(host string) abi.RegistryCredentials {
+	p := "__OSM_SECRET_REGISTRY_" + strings.ToUpper(hex.EncodeToString([]byte(host))) + "_"
+	return abi.RegistryCredentials{Username: p + "USERNAME__", Password: p + "PASSWORD__", Auth: p + "AUTH__", IdentityToken: p + "IDENTITY_TOKEN__"}
 }
 
 // PluginSecretPlaceholder is the placeholder of the plugin secret name (spec.plugin.secrets[].name):
@@ -100,6 +125,10 @@ func (o *Output) allPlaceholders() []string {
 		Placeholders.RegistryAuth, Placeholders.RHSubscriptionPassword}
 	for _, name := range o.pluginSecrets {
 		out = append(out, PluginSecretPlaceholder(name))
+	}
+	for _, host := range o.context.ContainerRuntime.RegistryCredentials {
+		p := RegistryPlaceholders(host)
+		out = append(out, p.Username, p.Password, p.Auth, p.IdentityToken)
 	}
 	return out
 }

@@ -49,6 +49,7 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 		secrets.CloudConfig = o.fromMachine.CloudConfig
 	}
 	hostname := o.hostnameFor(stage)
+	secrets.registryHosts = o.context.ContainerRuntime.RegistryCredentials
 
 	var data []byte
 	var err error
@@ -57,7 +58,7 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 		data, err = cloudinit.Encode(o.withMachineName(SubstituteSecrets(cfg, secrets), hostname), cloudinit.Options{Hostname: hostname,
 			PackageUpgrade: o.distUpgrade, CoreOSUnits: o.Spec.OSName == osmv1alpha1.OperatingSystemFlatcar})
 	case abi.UtilityIgnition:
-		data, err = ignition.Encode(o.withMachineName(SubstituteSecrets(cfg, secrets), hostname), ignition.Options{Hostname: hostname})
+		data, err = ignition.Encode(o.withMachineName(SubstituteSecrets(cfg, secrets), hostname), ignition.Options{Hostname: hostname, User: o.sshUser()})
 	default:
 		// A plugin encodes the configuration with placeholders, like everything else it sees; the host
 		// substitutes in the encoded bytes.
@@ -80,6 +81,15 @@ func (o *Output) UserData(ctx context.Context, stage abi.Stage, secrets SecretVa
 			fmt.Errorf("the provisioning user-data is %d bytes, more than the %d bytes OSM writes into a Secret", len(data), ProvisioningSizeLimit))
 	}
 	return data, nil
+}
+
+// sshUser is the image's user for the machine's SSH keys, as the plugin declares it (abi.Metadata.SSHUser);
+// empty for the encoder's default.
+func (o *Output) sshUser() string {
+	if o.plugin == nil {
+		return ""
+	}
+	return o.plugin.Metadata().SSHUser
 }
 
 // hostnameFor is the hostname a stage sets: machine-controller's placeholder for the machine's name, which it

@@ -92,11 +92,29 @@ type Metadata struct {
 	// returns, which lets it render MachineDeployments that differ only in those once. Set it when the plugin
 	// computes on them (cuts, hashes, compares) instead of only copying them into its output.
 	RealIdentity bool `json:"realIdentity,omitempty"`
+	// BootContract is how the plugin's bootstrap stage makes a machine a node (sdk/SPEC.md §9):
+	// BootContractFetchThenApply (also "") or BootContractJoinFromSettings. plugintest checks a plugin's
+	// output against the contract it declares here.
+	BootContract string `json:"bootContract,omitempty"`
+	// SSHUser is the image's user the machine's SSH keys (context.sshPublicKeys) are authorized for when the
+	// host encodes the configuration (Ignition); empty: the utility's default (Ignition: core).
+	SSHUser string `json:"sshUser,omitempty"`
 	// Exports lists the ABI functions the plugin implements. The SDK's guest package fills it in, because a
 	// Go plugin built with it always links all four export symbols and answers the ones it does not implement
 	// with an error. When it is empty the host goes by the module's export table alone.
 	Exports []string `json:"exports,omitempty"`
 }
+
+// Boot contracts (Metadata.BootContract, sdk/SPEC.md §9).
+const (
+	// BootContractFetchThenApply: the bootstrap stage fetches the provisioning Secret from the API server with
+	// the provisioning token, verifying TLS with the cluster CA, and hands it to the provisioning utility.
+	BootContractFetchThenApply = "fetch-then-apply"
+	// BootContractJoinFromSettings: the bootstrap stage itself carries what the node needs to join (API
+	// server URL, cluster CA, the kubelet's bootstrap token), as settings the OS applies at its first boot;
+	// nothing is fetched.
+	BootContractJoinFromSettings = "join-from-settings"
+)
 
 // OperatingSystem is an OS a plugin supports.
 type OperatingSystem struct {
@@ -170,6 +188,11 @@ func (m *Metadata) Validate() error {
 	}
 	if len(m.CloudProviders) == 0 {
 		problems = append(problems, "cloudProviders is empty")
+	}
+	switch m.BootContract {
+	case "", BootContractFetchThenApply, BootContractJoinFromSettings:
+	default:
+		problems = append(problems, fmt.Sprintf("bootContract %q is none of %s, %s", m.BootContract, BootContractFetchThenApply, BootContractJoinFromSettings))
 	}
 	for _, o := range m.ConfigSchema {
 		if err := o.checkSchema(); err != nil {

@@ -55,7 +55,9 @@ type CloudProvider struct {
 	MachineSpec json.RawMessage `json:"machineSpec,omitempty"`
 	// External is true when the cluster runs an external (out-of-tree) cloud controller manager.
 	External bool `json:"external,omitempty"`
-	// InTreeName is the name the kubelet's --cloud-provider flag takes for an in-tree provider, "" if none.
+	// InTreeName is the name the kubelet's --cloud-provider flag takes for an in-tree provider, "" if none:
+	// none with an external cloud controller manager, and none once the machine's kubelet lost the provider
+	// (OpenStack from 1.26, AWS from 1.27, every provider from 1.29).
 	InTreeName string `json:"inTreeName,omitempty"`
 	// HasCloudConfig is true when a cloud-config file is written (its content is Secrets.CloudConfig).
 	HasCloudConfig bool `json:"hasCloudConfig,omitempty"`
@@ -147,6 +149,15 @@ type Proxy struct {
 	NoProxy   string `json:"noProxy,omitempty"`
 }
 
+// RegistryCredentials are the placeholders of one registry's credentials, as in a docker config.json; a field
+// the registry's credentials do not have is substituted with "".
+type RegistryCredentials struct {
+	Username      string `json:"username,omitempty"`
+	Password      string `json:"password,omitempty"`
+	Auth          string `json:"auth,omitempty"`
+	IdentityToken string `json:"identityToken,omitempty"`
+}
+
 // SecretPlaceholders are stand-ins for credential material. Each is a unique string the host replaces when it
 // writes the user-data Secrets. Empty means the credential does not apply.
 type SecretPlaceholders struct {
@@ -158,6 +169,12 @@ type SecretPlaceholders struct {
 	CloudConfig string `json:"cloudConfig,omitempty"`
 	// RegistryAuth is the content of containerd's registry credentials configuration.
 	RegistryAuth string `json:"registryAuth,omitempty"`
+	// Registries are the same credentials per registry host (ContainerRuntime.RegistryCredentials), one
+	// placeholder per field, for formats that list registries themselves. The host substitutes the values
+	// verbatim: Auth (base64 of "user:password") needs no quoting in any format; Username, Password and
+	// IdentityToken are whatever the operator's docker config holds. Empty for a host that does not provide
+	// them (older hosts): use RegistryAuth.
+	Registries map[string]RegistryCredentials `json:"registries,omitempty"`
 	// RHSubscriptionPassword is the Red Hat subscription manager password of RHEL machines.
 	RHSubscriptionPassword string `json:"rhSubscriptionPassword,omitempty"`
 	// Plugin maps the name of each secret the profile hands its plugin (spec.plugin.secrets) to its

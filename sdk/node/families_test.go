@@ -14,8 +14,8 @@ import (
 )
 
 // TestFamilyConstructorsTakeEmptyInput: every family constructor accepts empty and nil input without a panic,
-// and what it returns renders both stages for its utility (a zero Family or Image means RHEL's or Fedora
-// CoreOS's assumptions).
+// and what it returns renders both stages for its utility (a zero Family means RHEL's assumptions; an Image
+// needs its Boot, everything else zero means "none").
 func TestFamilyConstructorsTakeEmptyInput(t *testing.T) {
 	for name, os := range map[string]func() *node.OS{
 		"apt.OS()":                 apt.OS,
@@ -23,7 +23,7 @@ func TestFamilyConstructorsTakeEmptyInput(t *testing.T) {
 		"dnf.OS([]string{}, \"\")": func() *node.OS { return dnf.OS([]string{}, "") },
 		"dnf.New(Family{})":        func() *node.OS { return dnf.New(dnf.Family{}) },
 		"dnf docker, no version":   func() *node.OS { return dnf.OS([]string{node.ContainerdDocker}, "") },
-		"ignition.OS(Image{})":     func() *node.OS { return ignition.OS(ignition.Image{}) },
+		"ignition.OS(Image{Boot})": func() *node.OS { return ignition.OS(ignition.Image{Boot: node.MicroOSIgnition}) },
 		"IgnitionHandoff(zero)": func() *node.OS {
 			return &node.OS{Utilities: []string{abi.UtilityIgnition}, Handoff: node.IgnitionHandoff(node.IgnitionBoot{})}
 		},
@@ -69,7 +69,7 @@ func TestDnfAssumptionsAreFields(t *testing.T) {
 // TestIgnitionEnableUnitIsReadable: the bootstrap script runs under umask 077, so the unit it writes for the
 // second Ignition run's units must be made readable, or systemd warns that it is world-inaccessible.
 func TestIgnitionEnableUnitIsReadable(t *testing.T) {
-	os := ignition.OS(ignition.Image{})
+	os := ignition.OS(ignition.FedoraCoreOS)
 	os.Name, os.PluginVersion, os.CloudProviders = "exampleos", "v0.1.0", []string{"*"}
 	boot := plugintest.Render(t, node.New(os), plugintest.Request("exampleos", "1", abi.UtilityIgnition, "azure", abi.StageBootstrap))
 	script := plugintest.File(t, boot, node.BootstrapScriptPath)

@@ -24,12 +24,20 @@ func NodeEnvScript(r *Request) string {
 	}
 	s.Line(`if [ -z "$ip" ]; then log "no default route to take the node IP from"; exit 1; fi`)
 	s.Section("The node name: the machine's name from machine-controller when there is one.")
+	s.Line(`name=$(hostname -f 2>/dev/null || hostname)`)
+	hook := &Script{}
 	if r.OS.Hostname != nil {
-		r.OS.Hostname(r, s)
-	} else {
-		s.Line(`name=$(hostname -f 2>/dev/null || hostname)`)
+		r.OS.Hostname(r, hook)
 	}
-	s.Line(`if [ -s ` + MachineNamePath + ` ]; then name=$(cat ` + MachineNamePath + `); fi`)
+	s.Line(`if [ -s ` + MachineNamePath + ` ]; then`)
+	s.Line(`  name=$(cat ` + MachineNamePath + `)`)
+	if hook.String() != "" {
+		s.Line(`else`)
+		s.Line(`  # OS.Hostname`)
+		s.Raw(hook.String())
+	}
+	s.Line(`fi`)
+	s.Line(`if [ -z "$name" ]; then log "no host name for the kubelet (hostname -f, OS.Hostname)"; exit 1; fi`)
 	s.Line(`name=$(printf '%s' "$name" | tr '[:upper:]' '[:lower:]')`)
 	s.Line("mkdir -p " + dir(NodeEnvPath))
 	s.Line(`printf 'KUBELET_NODE_IP=%s\nKUBELET_HOSTNAME=%s\n' "$ip" "$name" >` + NodeEnvPath + ".tmp")

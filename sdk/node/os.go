@@ -26,35 +26,65 @@ type OS struct {
 	// Options are the OS-specific keys of the plugin config, after CommonOptions.
 	Options []Option
 
-	// Trust is where the controller's extra CA bundle (-host-ca-bundle) goes.
+	// Trust is where the controller's extra CA bundle (-host-ca-bundle) goes; zero: the OS has no trust store
+	// the kit writes to, and machines of a controller with such a bundle are refused.
 	Trust Trust
+	// SSHUser is the image's user the machine's SSH keys are authorized for, when the host encodes the
+	// configuration (abi.Metadata.SSHUser); empty: the utility's default (Ignition: core).
+	SSHUser string
 	// Firewall is the unit of the distribution's host firewall (ufw.service, firewalld.service), masked on
 	// every node: kube-proxy and the CNI manage the packet filter, and these firewalls drop pod traffic by
 	// default. Empty: the image runs no firewall service.
 	Firewall string
-	// Network writes a static network configuration in the bootstrap stage; nil means the OS plugin does not
-	// support one and refuses machines that ask for it.
+
+	// The hooks below write shell into the kit's generated scripts, or edit a stage's configuration; nil means
+	// "nothing to do here". Every script starts with `set -euo pipefail` and defines `log` (to the journal): a
+	// failing command, an unset variable or a failing pipe stops it. plugintest.Check runs the scripts in a
+	// sandbox (CheckBootstrapRun, CheckNodeEnv), so a hook that fails there fails on a node; the kit's own
+	// tests of each hook are in hooks_test.go.
+
+	// Network writes a static network configuration. It runs only when the MachineDeployment asks for a static
+	// address (providerSpec.value.network: Request.StaticNetwork); the files it adds to cfg are in the
+	// bootstrap stage, so the provisioning utility writes them before osm-bootstrap starts; its shell runs in
+	// osm-bootstrap (root, umask 077, at the first boot) after the proxy is exported and before
+	// BootstrapPrepare and the fetch, which needs the network. It replaces nothing: nil makes the kit refuse
+	// machines with a static address.
 	Network func(r *Request, cfg *abi.NodeConfig, s *Script) error
-	// Handoff writes the end of the bootstrap script: give the fetched configuration (in $cfg) to the
-	// provisioning utility.
+	// Handoff writes the end of osm-bootstrap, after the fetch: the fetched configuration is in the file $cfg
+	// (FetchedConfigPath, on tmpfs); the handoff gives it to the provisioning utility, creates BootstrapDone
+	// (the bootstrap unit's condition; without it every boot fetches again) and starts osm-setup or reboots
+	// into the utility. Required: CloudInitHandoff, IgnitionHandoff, or the OS's own.
 	Handoff func(r *Request, s *Script)
-	// BootstrapFetchTarget is where the bootstrap writes the fetched configuration.
-	BootstrapFetchTarget func(r *Request) string
-	// BootstrapPrepare writes bootstrap steps that must run before the fetch (e.g. DNS fixes).
+	// BootstrapPrepare writes shell that runs in osm-bootstrap after Network and before the fetch ($cfg is not
+	// set yet), at every start of the bootstrap unit until the bootstrap is done, so it must be idempotent
+	// (e.g. DNS fixes the fetch needs). It may add files to the bootstrap stage's cfg. It replaces nothing.
 	BootstrapPrepare func(r *Request, cfg *abi.NodeConfig, s *Script)
 
-	// Prepare writes the first setup steps: firewall, SELinux, services that get in the way.
+	// Prepare writes the first steps of osm-setup (root, once, restarted after a failure, so idempotent):
+	// after the machine's name is set (hostnamectl, from /etc/machine-name) and before the proxy, trust
+	// store, swap, kernel modules and sysctls (firewall, SELinux, services that get in the way). It replaces
+	// nothing.
 	Prepare func(r *Request, s *Script)
-	// Install writes the setup steps that install OS packages and the container runtime. It runs after
-	// DownloadHelper, so it may use `download URL FILE [SUMURL]`, $arch and $tmp.
+	// Install writes the osm-setup steps that install OS packages and the container runtime. It runs after
+	// DownloadHelper, so it may use `download URL FILE [SUMURL]`, $arch and $tmp, and before the kit's
+	// Kubernetes binaries and containerd's (re)start, which expects a containerd 2.x binary in place
+	// afterwards. Like all of osm-setup it must be idempotent. It replaces nothing.
 	Install func(r *Request, s *Script) error
-	// Provisioning adds OS-specific files and units to the plugin's provisioning configuration.
+	// Provisioning edits the plugin's provisioning configuration (Go, no shell) after the kit built it: add
+	// files and units, or change the kit's (cfg.Unit(KubeletUnit)). It runs before the profile's templates are
+	// merged on top.
 	Provisioning func(r *Request, cfg *abi.NodeConfig) error
-	// Hostname writes shell that sets $name to the node's host name when /etc/machine-name is empty; nil uses
-	// `hostname -f`.
+	// Hostname writes shell for osm-node-env, which kubelet.service runs as an ExecStartPre before every
+	// start (a failure means the kubelet does not start). The script has already set $name to the kit's
+	// `hostname -f 2>/dev/null || hostname`; the hook runs only when /etc/machine-name (machine-controller's
+	// name for the machine) is empty or missing, and may set $name to something better (an agent's file). It
+	// must not fail when what it reads is missing: keep $name then. The machine's name, when there is one,
+	// always wins; the name is lower-cased, and an empty one fails the script.
 	Hostname func(r *Request, s *Script)
-	// UnrunModules reports which provisioning modules the provisioning utility will not run when the bootstrap
-	// hands the configuration over, so that osm-setup runs them instead.
+	// UnrunModules reports which provisioning commands (bootcmd, runcmd) the provisioning utility will not run
+	// when the bootstrap hands the configuration over; the kit writes them to ProvisioningCommandsPath and
+	// osm-setup runs them last (and the response's DeferredCommands tells the host to add its own there).
+	// Go, no shell; nil: the utility runs them all.
 	UnrunModules func(r *Request) (bootcmd, runcmd bool)
 }
 

@@ -27,6 +27,7 @@ func (p *Plugin) Metadata() abi.Metadata {
 		ProvisioningUtilities: p.OS.Utilities,
 		CloudProviders:        p.OS.CloudProviders,
 		ConfigSchema:          Schema(p.OS.AllOptions()),
+		SSHUser:               p.OS.SSHUser,
 	}
 }
 

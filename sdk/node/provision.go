@@ -59,6 +59,9 @@ func Provisioning(r *Request) (*abi.NodeConfig, error) {
 		add(ProxyEnvPath, 0o644, b.String())
 	}
 	if ctx.HostCACert != "" {
+		if r.OS.Trust.Path == "" {
+			return nil, fmt.Errorf("the controller has an extra CA bundle (-host-ca-bundle) for the nodes, and plugin %s knows no trust store to put it in", r.OS.Name)
+		}
 		add(r.OS.Trust.Path, 0o644, withNewline(ctx.HostCACert))
 	}
 	add(NodeEnvScriptPath, 0o755, NodeEnvScript(r))

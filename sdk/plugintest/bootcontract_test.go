@@ -86,7 +86,7 @@ func TestCheckBootContract(t *testing.T) {
 		{"cloud-init without done marker", abi.UtilityCloudInit, without(node.CloudInitHandoff(nil), node.BootstrapDone), []string{"never creates /var/lib/osm/bootstrap.done"}},
 		{"cloud-init without setup", abi.UtilityCloudInit, without(node.CloudInitHandoff(nil), "systemctl start"), []string{"starts nothing"}},
 		{"flatcar without done marker", abi.UtilityIgnition, without(node.IgnitionHandoff(node.FlatcarIgnition), node.BootstrapDone), []string{"never creates /var/lib/osm/bootstrap.done"}},
-		{"fedora-coreos without done marker", abi.UtilityIgnition, without(node.IgnitionHandoff(node.FedoraCoreOSIgnition), "touch /boot/ignition.firstboot"),
+		{"fedora-coreos without done marker", abi.UtilityIgnition, without(node.IgnitionHandoff(node.FedoraCoreOSIgnition), "touch /boot/ignition.firstboot", "touch "+node.BootstrapDone),
 			[]string{"never creates /var/lib/osm/bootstrap.done", "does not flag a first boot"}},
 		{"fedora-coreos presets only", abi.UtilityIgnition, node.IgnitionHandoff(fcosPresetsOnly), []string{"units of the second Ignition run stay disabled"}},
 	}
@@ -110,7 +110,7 @@ func TestCheckBootContract(t *testing.T) {
 // TestIgnitionFamilyPassesCheck: both Ignition images of the family, both stages, with a static address and
 // commands, pass Check, which validates the final config with Ignition's parser.
 func TestIgnitionFamilyPassesCheck(t *testing.T) {
-	for name, img := range map[string]ignition.Image{"flatcar": ignition.Flatcar, "fedora-coreos": ignition.FedoraCoreOS, "zero": {}} {
+	for name, img := range map[string]ignition.Image{"flatcar": ignition.Flatcar, "fedora-coreos": ignition.FedoraCoreOS, "microos": ignition.MicroOS} {
 		for _, provider := range []string{"aws", "vsphere"} {
 			for _, stage := range []abi.Stage{abi.StageBootstrap, abi.StageProvisioning} {
 				t.Run(name+"/"+provider+"/"+string(stage), func(t *testing.T) {

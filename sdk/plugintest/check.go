@@ -2,6 +2,7 @@ package plugintest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"path"
 	"strings"
@@ -11,10 +12,14 @@ import (
 )
 
 // Check runs every check of this file that applies to the request's stage on the plugin's response:
-// CheckFiles, CheckPlaceholders, CheckDeterministic, for the bootstrap stage CheckBootstrap (the boot contract
-// of the request's provisioning utility) and, for Ignition, the final config through Ignition's own parser
-// (IgnitionConfig, IgnitionValidate; cloud-init's needs the cloud-init tool: ValidateUserData). It is what a
-// plugin's tests should call for each stage, provisioning utility and provider it supports.
+// CheckFiles, CheckPlaceholders, CheckDeterministic, CheckScripts (every script parses), for the bootstrap
+// stage the boot contract the plugin declares (abi.Metadata.BootContract, sdk/SPEC.md §9): fetch-then-apply
+// with CheckBootstrap (for the request's provisioning utility) and CheckBootstrapRun (the bootstrap script
+// run in a Sandbox), join-from-settings with CheckJoinFromSettings; for the provisioning stage CheckNodeEnv
+// (osm-node-env, with the OS.Hostname hook, run in a Sandbox) and, for Ignition, the final config through
+// Ignition's own parser (IgnitionConfig, IgnitionValidate; cloud-init's needs the cloud-init tool:
+// ValidateUserData). It is what a plugin's tests should call for each stage, provisioning utility and
+// provider it supports. A Renderer without metadata (one of the caller's own) is held to fetch-then-apply.
 func Check(t testing.TB, r Renderer, req *abi.RenderRequest) *abi.NodeConfig {
 	t.Helper()
 	resp, err := r.Render(req)
@@ -22,11 +27,21 @@ func Check(t testing.TB, r Renderer, req *abi.RenderRequest) *abi.NodeConfig {
 		t.Fatalf("render %s: %v", req.Stage, err)
 	}
 	cfg := &resp.Config
+	contract := ContractOf(r)
 	CheckFiles(t, cfg)
-	CheckPlaceholders(t, req, cfg)
+	CheckPlaceholders(t, req, cfg, contract)
 	CheckDeterministic(t, r, req)
-	if req.Stage == abi.StageBootstrap {
+	CheckScripts(t, cfg)
+	switch {
+	case req.Stage == abi.StageBootstrap && contract == abi.BootContractJoinFromSettings:
+		CheckJoinFromSettings(t, req, cfg)
+	case req.Stage == abi.StageBootstrap:
 		CheckBootstrap(t, req, cfg)
+		if !t.Failed() {
+			CheckBootstrapRun(t, req, cfg)
+		}
+	case req.Stage == abi.StageProvisioning:
+		CheckNodeEnv(t, cfg)
 	}
 	if req.ProvisioningUtility == abi.UtilityIgnition {
 		data, err := IgnitionConfig(req.Stage, req.Context.CloudProvider.Name, cfg, nil)
@@ -37,6 +52,15 @@ func Check(t testing.TB, r Renderer, req *abi.RenderRequest) *abi.NodeConfig {
 		}
 	}
 	return cfg
+}
+
+// ContractOf is the boot contract r's plugin declares (abi.Metadata.BootContract), fetch-then-apply when it
+// declares none or r has no metadata.
+func ContractOf(r Renderer) string {
+	if m, ok := r.(interface{ Metadata() abi.Metadata }); ok && m.Metadata().BootContract != "" {
+		return m.Metadata().BootContract
+	}
+	return abi.BootContractFetchThenApply
 }
 
 // CheckFiles fails the test for a file whose path is not absolute and clean or whose permissions are not a
@@ -68,16 +92,21 @@ func CheckFiles(t testing.TB, cfg *abi.NodeConfig) {
 	}
 }
 
-// CheckPlaceholders fails the test unless the credential placeholder the stage needs reaches the output
-// verbatim in a file's plain content: the provisioning token in the bootstrap stage (it fetches the
-// provisioning configuration with it), the bootstrap token in the provisioning stage (the kubelet joins with
-// it). The host substitutes real values only where it finds the placeholder unchanged.
-func CheckPlaceholders(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) {
+// CheckPlaceholders fails the test unless the credential placeholder the stage needs under the boot contract
+// (abi.Metadata.BootContract; fetch-then-apply when contract is omitted or empty) reaches the output verbatim
+// in a file's plain content: the bootstrap token in the provisioning stage (the kubelet joins with it), and in
+// the bootstrap stage the provisioning token (fetch-then-apply: it fetches the provisioning configuration
+// with it) or the bootstrap token (join-from-settings: the settings carry the kubelet's credential). The host
+// substitutes real values only where it finds the placeholder unchanged.
+func CheckPlaceholders(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig, contract ...string) {
 	t.Helper()
 	want := map[abi.Stage]struct{ name, value string }{
 		abi.StageBootstrap:    {"provisioning token", req.Context.Secrets.ProvisioningToken},
 		abi.StageProvisioning: {"bootstrap token", req.Context.Secrets.BootstrapToken},
 	}[req.Stage]
+	if len(contract) > 0 && contract[0] == abi.BootContractJoinFromSettings {
+		want.name, want.value = "bootstrap token", req.Context.Secrets.BootstrapToken
+	}
 	if want.value == "" {
 		t.Fatalf("the request has no %s placeholder to check", want.name)
 	}
@@ -87,6 +116,53 @@ func CheckPlaceholders(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig
 		}
 	}
 	t.Errorf("%s stage: no file holds the %s placeholder %q verbatim; the host could not substitute the credential", req.Stage, want.name, want.value)
+}
+
+// CheckJoinFromSettings fails the test unless the bootstrap stage of a join-from-settings plugin carries what
+// the node joins with (sdk/SPEC.md §9, join-from-settings), each verbatim in a file's plain content: the API server URL, the
+// cluster CA (or its base64), and the kubelet's bootstrap token placeholder, the same least-privilege credential a
+// fetch-then-apply node's kubelet joins with; and that it carries no other credential placeholder (the
+// provisioning token, the cloud-config), turns no TLS verification off and stays within the bootstrap
+// user-data limit (16 KiB).
+func CheckJoinFromSettings(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) {
+	t.Helper()
+	ctx := req.Context
+	var all strings.Builder
+	for _, f := range cfg.Files {
+		if f.Content.Inline != nil {
+			all.WriteString(f.Content.Inline.Data + "\n")
+		}
+	}
+	text := all.String()
+	// The CA is public: a format may carry it base64-encoded (Bottlerocket's cluster-certificate).
+	ca := ctx.Cluster.CACert
+	if ca == "" || !containsAny(text, strings.TrimSpace(ca), base64.StdEncoding.EncodeToString([]byte(ca)), base64.StdEncoding.EncodeToString([]byte(strings.TrimSpace(ca)))) {
+		t.Errorf("bootstrap (join-from-settings): no file holds the cluster CA (context.cluster.caCert, verbatim or base64); the node could not verify the API server")
+	}
+	for _, must := range []struct{ what, value string }{
+		{"the API server URL (context.cluster.serverURL)", ctx.Cluster.ServerURL},
+		{"the bootstrap token placeholder (context.secrets.bootstrapToken)", ctx.Secrets.BootstrapToken},
+	} {
+		if must.value == "" || !strings.Contains(text, must.value) {
+			t.Errorf("bootstrap (join-from-settings): no file holds %s; the node could not join", must.what)
+		}
+	}
+	for _, never := range []struct{ what, value string }{
+		{"provisioning token", ctx.Secrets.ProvisioningToken},
+		{"cloud-config", ctx.Secrets.CloudConfig},
+	} {
+		if never.value != "" && strings.Contains(text, never.value) {
+			t.Errorf("bootstrap (join-from-settings): the %s placeholder is in the bootstrap stage; only the kubelet's bootstrap token belongs there", never.what)
+		}
+	}
+	for _, insecure := range []string{"insecure-skip-tls-verify", "insecure = true", "insecure=true", " --insecure", " -k "} {
+		if strings.Contains(text, insecure) {
+			t.Errorf("bootstrap (join-from-settings): TLS verification is turned off (%q); the node must verify the API server with the cluster CA", strings.TrimSpace(insecure))
+		}
+	}
+	if n := len(text); n > 16*1024 {
+		t.Errorf("bootstrap (join-from-settings): %d bytes of files, more than the 16 KiB of bootstrap user-data the host allows", n)
+	}
 }
 
 // CheckDeterministic renders req three times and fails the test unless the outputs are byte-identical.
@@ -176,11 +252,12 @@ func CheckBootstrap(t testing.TB, req *abi.RenderRequest, cfg *abi.NodeConfig) {
 			t.Errorf("bootstrap: after cloud-init's init stage the script starts nothing; that stage does not run runcmd, so the node is never set up (the kit: systemctl start --no-block osm-setup.service)")
 		}
 	case abi.UtilityIgnition:
+		code := codeLines(fetch)
 		if !strings.Contains(fetch, ".ign") {
 			t.Errorf("bootstrap: the script fetching %s does not store the configuration where Ignition reads it (a .ign file: Flatcar /oem/config.ign, Fedora CoreOS /boot/ignition/config.ign)", url)
 		}
-		if !containsAny(fetch, "first_boot", "firstboot") {
-			t.Errorf("bootstrap: the script does not flag a first boot (Flatcar /boot/flatcar/first_boot, Fedora CoreOS /boot/ignition.firstboot); Ignition would not run again")
+		if !containsAny(code, "first_boot", "firstboot", "editenv") {
+			t.Errorf("bootstrap: the script does not flag a first boot (node.IgnitionBoot.Trigger: Flatcar creates /boot/flatcar/first_boot, Fedora CoreOS /boot/ignition.firstboot, MicroOS removes /boot/writable/firstboot_happened); Ignition would not run again")
 		}
 		if !strings.Contains(fetch, "reboot") {
 			t.Errorf("bootstrap: the script does not reboot; Ignition applies the configuration only at the next boot")
@@ -244,6 +321,19 @@ func writesFile(script, path string) bool {
 		}
 	}
 	return false
+}
+
+// codeLines is script without its comments and log lines, which name what the code should do.
+func codeLines(script string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(script, "\n") {
+		l := strings.TrimSpace(line)
+		if strings.HasPrefix(l, "#") || strings.HasPrefix(l, "log ") {
+			continue
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 func containsAny(s string, subs ...string) bool {

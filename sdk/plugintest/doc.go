@@ -22,7 +22,10 @@
 // node: the bootstrap really fetches the provisioning configuration, is started, writes its done marker and
 // hands it off to the request's provisioning utility (CheckBootstrap),
 // credential placeholders reach files verbatim (CheckPlaceholders), paths and permissions are valid
-// (CheckFiles), and the output is deterministic (CheckDeterministic). UserData encodes a stage to the final
+// (CheckFiles), the output is deterministic (CheckDeterministic), every script parses (CheckScripts), and the
+// generated scripts run in a Sandbox (stubbed commands, paths under a temporary root): the bootstrap fetches
+// from a stubbed API server and hands the configuration off (CheckBootstrapRun), and osm-node-env, with the
+// OS.Hostname hook, succeeds with and without /etc/machine-name (CheckNodeEnv). UserData encodes a stage to the final
 // cloud-config a machine receives, with what the host adds (sdk/SPEC.md §10), and CloudInitSchema validates it
 // with the real cloud-init, failing (not skipping) when cloud-init is missing. IgnitionConfig and
 // IgnitionValidate do the same for Ignition with Ignition's own Go parser (Check runs them for Ignition

@@ -43,6 +43,8 @@ func (n nativeRenderer) Render(req *abi.RenderRequest) (*abi.RenderResponse, err
 	return guest.Call(n.p, req)
 }
 
+func (n nativeRenderer) Metadata() abi.Metadata { return n.p.Metadata() }
+
 // Native renders by calling p in-process through guest.Call (JSON round trip and host checks included).
 func Native(p guest.Plugin) Renderer { return nativeRenderer{p} }
 
@@ -51,6 +53,8 @@ type wasmRenderer struct{ m *runtime.Module }
 func (w wasmRenderer) Render(req *abi.RenderRequest) (*abi.RenderResponse, error) {
 	return w.m.Render(context.Background(), req)
 }
+
+func (w wasmRenderer) Metadata() abi.Metadata { return w.m.Metadata() }
 
 // Wasm renders through a loaded module (see Load).
 func Wasm(m *runtime.Module) Renderer { return wasmRenderer{m} }

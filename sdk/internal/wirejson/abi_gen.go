@@ -135,6 +135,10 @@ func decMetadataField(d *decoder, p *abi.Metadata, key []byte, depth int) error 
 		}(d, &p.ConfigSchema, depth+1)
 	case len(key) == 12 && word(key, 0) == 0x6e6564496c616572 && tail(key, 8) == 0x79746974: // realIdentity
 		return decBool[bool](d, &p.RealIdentity, depth+1)
+	case len(key) == 12 && word(key, 0) == 0x746e6f43746f6f62 && tail(key, 8) == 0x74636172: // bootContract
+		return decStr[string](d, &p.BootContract, depth+1)
+	case len(key) == 7 && tail(key, 0) == 0x72657355687373: // sshUser
+		return decStr[string](d, &p.SSHUser, depth+1)
 	case len(key) == 7 && tail(key, 0) == 0x7374726f707865: // exports
 		return func(d *decoder, p *[]string, depth int) error { return decSlice(d, p, decStr[string], depth) }(d, &p.Exports, depth+1)
 	}
@@ -161,6 +165,10 @@ func decMetadataField(d *decoder, p *abi.Metadata, key []byte, depth int) error 
 		}(d, &p.ConfigSchema, depth+1)
 	case "REALIDENTITY":
 		return decBool[bool](d, &p.RealIdentity, depth+1)
+	case "BOOTCONTRACT":
+		return decStr[string](d, &p.BootContract, depth+1)
+	case "SSHUSER":
+		return decStr[string](d, &p.SSHUser, depth+1)
 	case "EXPORTS":
 		return func(d *decoder, p *[]string, depth int) error { return decSlice(d, p, decStr[string], depth) }(d, &p.Exports, depth+1)
 	}
@@ -218,6 +226,20 @@ func encMetadata(e *encoder, p *abi.Metadata) error {
 		e.comma(&first)
 		e.buf = append(e.buf, "\"realIdentity\":"...)
 		if err := encBool[bool](e, &p.RealIdentity); err != nil {
+			return err
+		}
+	}
+	if p.BootContract != "" {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"bootContract\":"...)
+		if err := encStr[string](e, &p.BootContract); err != nil {
+			return err
+		}
+	}
+	if p.SSHUser != "" {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"sshUser\":"...)
+		if err := encStr[string](e, &p.SSHUser); err != nil {
 			return err
 		}
 	}
@@ -1467,6 +1489,10 @@ func decSecretPlaceholdersField(d *decoder, p *abi.SecretPlaceholders, key []byt
 		return decStr[string](d, &p.CloudConfig, depth+1)
 	case len(key) == 12 && word(key, 0) == 0x7972747369676572 && tail(key, 8) == 0x68747541: // registryAuth
 		return decStr[string](d, &p.RegistryAuth, depth+1)
+	case len(key) == 10 && word(key, 0) == 0x6972747369676572 && tail(key, 8) == 0x7365: // registries
+		return func(d *decoder, p *map[string]abi.RegistryCredentials, depth int) error {
+			return decMap(d, p, decRegistryCredentials, depth)
+		}(d, &p.Registries, depth+1)
 	case len(key) == 22 && word(key, 0) == 0x7263736275536872 && word(key, 8) == 0x61506e6f69747069 && tail(key, 16) == 0x64726f777373: // rhSubscriptionPassword
 		return decStr[string](d, &p.RHSubscriptionPassword, depth+1)
 	case len(key) == 6 && tail(key, 0) == 0x6e6967756c70: // plugin
@@ -1481,6 +1507,10 @@ func decSecretPlaceholdersField(d *decoder, p *abi.SecretPlaceholders, key []byt
 		return decStr[string](d, &p.CloudConfig, depth+1)
 	case "REGISTRYAUTH":
 		return decStr[string](d, &p.RegistryAuth, depth+1)
+	case "REGISTRIES":
+		return func(d *decoder, p *map[string]abi.RegistryCredentials, depth int) error {
+			return decMap(d, p, decRegistryCredentials, depth)
+		}(d, &p.Registries, depth+1)
 	case "RHSUBSCRIPTIONPASSWORD":
 		return decStr[string](d, &p.RHSubscriptionPassword, depth+1)
 	case "PLUGIN":
@@ -1520,6 +1550,15 @@ func encSecretPlaceholders(e *encoder, p *abi.SecretPlaceholders) error {
 			return err
 		}
 	}
+	if len(p.Registries) != 0 {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"registries\":"...)
+		if err := func(e *encoder, p *map[string]abi.RegistryCredentials) error {
+			return encMap(e, p, encRegistryCredentials)
+		}(e, &p.Registries); err != nil {
+			return err
+		}
+	}
 	if p.RHSubscriptionPassword != "" {
 		e.comma(&first)
 		e.buf = append(e.buf, "\"rhSubscriptionPassword\":"...)
@@ -1531,6 +1570,82 @@ func encSecretPlaceholders(e *encoder, p *abi.SecretPlaceholders) error {
 		e.comma(&first)
 		e.buf = append(e.buf, "\"plugin\":"...)
 		if err := func(e *encoder, p *map[string]string) error { return encMap(e, p, encStr[string]) }(e, &p.Plugin); err != nil {
+			return err
+		}
+	}
+	e.buf = append(e.buf, '}')
+	_ = first
+	return nil
+}
+
+var typeRegistryCredentials = reflect.TypeFor[abi.RegistryCredentials]()
+
+func decRegistryCredentials(d *decoder, p *abi.RegistryCredentials, depth int) error {
+	more, err := d.openObject(typeRegistryCredentials, depth)
+	for more && err == nil {
+		var key []byte
+		if key, err = d.memberKey(); err != nil {
+			break
+		}
+		if err = decRegistryCredentialsField(d, p, key, depth); err == nil {
+			more, err = d.nextMember()
+		}
+	}
+	return err
+}
+
+func decRegistryCredentialsField(d *decoder, p *abi.RegistryCredentials, key []byte, depth int) error {
+	switch {
+	case len(key) == 8 && word(key, 0) == 0x656d616e72657375: // username
+		return decStr[string](d, &p.Username, depth+1)
+	case len(key) == 8 && word(key, 0) == 0x64726f7773736170: // password
+		return decStr[string](d, &p.Password, depth+1)
+	case len(key) == 4 && tail(key, 0) == 0x68747561: // auth
+		return decStr[string](d, &p.Auth, depth+1)
+	case len(key) == 13 && word(key, 0) == 0x797469746e656469 && tail(key, 8) == 0x6e656b6f54: // identityToken
+		return decStr[string](d, &p.IdentityToken, depth+1)
+	}
+	switch foldName(string(key)) {
+	case "USERNAME":
+		return decStr[string](d, &p.Username, depth+1)
+	case "PASSWORD":
+		return decStr[string](d, &p.Password, depth+1)
+	case "AUTH":
+		return decStr[string](d, &p.Auth, depth+1)
+	case "IDENTITYTOKEN":
+		return decStr[string](d, &p.IdentityToken, depth+1)
+	}
+	return d.skip(depth + 1)
+}
+
+func encRegistryCredentials(e *encoder, p *abi.RegistryCredentials) error {
+	e.buf = append(e.buf, '{')
+	first := true
+	if p.Username != "" {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"username\":"...)
+		if err := encStr[string](e, &p.Username); err != nil {
+			return err
+		}
+	}
+	if p.Password != "" {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"password\":"...)
+		if err := encStr[string](e, &p.Password); err != nil {
+			return err
+		}
+	}
+	if p.Auth != "" {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"auth\":"...)
+		if err := encStr[string](e, &p.Auth); err != nil {
+			return err
+		}
+	}
+	if p.IdentityToken != "" {
+		e.comma(&first)
+		e.buf = append(e.buf, "\"identityToken\":"...)
+		if err := encStr[string](e, &p.IdentityToken); err != nil {
 			return err
 		}
 	}

@@ -1,11 +1,13 @@
 // Package ignition is the family of image-based OSes provisioned by Ignition: Flatcar Container Linux, Fedora
-// CoreOS and the images built like them (RHEL CoreOS, CentOS Stream CoreOS).
+// CoreOS and the images built like them (RHEL CoreOS, CentOS Stream CoreOS), openSUSE MicroOS and SLE Micro.
 //
 // What the family assumes, each a field of Image a vendor changes without copying the family:
 //
 //   - Provisioning utility: Ignition only (spec 3.x, which the host writes). The bootstrap stage's Ignition
 //     config starts osm-bootstrap; the handoff stores the fetched provisioning config where the image's
-//     Ignition reads one, flags a first boot and reboots (Image.Boot, node.IgnitionBoot), and the units of
+//     Ignition reads one (a path, or a path on a labelled file system), makes the next boot a first boot
+//     (touch a flag, remove a flag, or a kernel argument; read-only mounts remounted) and reboots
+//     (Image.Boot, node.IgnitionBoot, node.FirstBootTrigger), and the units of
 //     that second Ignition run are enabled although Ignition only presets them (node.IgnitionBoot.EnableUnits
 //     or ResetMachineID).
 //   - Packages: none are installed. The image ships containerd 2.x (containerd.service reading
@@ -14,11 +16,14 @@
 //   - Network stack: static addresses (providerSpec.value.network) go to systemd-networkd (Flatcar,
 //     NetworkNetworkd) or NetworkManager (Fedora CoreOS, NetworkNetworkManager); Image.Network.
 //   - Trust store: Image.Trust (Flatcar: /etc/ssl/certs with update-ca-certificates; Fedora CoreOS:
-//     /etc/pki/ca-trust with update-ca-trust).
+//     /etc/pki/ca-trust with update-ca-trust; MicroOS: /etc/pki/trust/anchors).
 //   - Metadata agent: on AWS the node name is the EC2 private DNS name the image's metadata agent writes
-//     (Image.MetadataUnit, MetadataFile, AWSHostnameKey: Flatcar's coreos-metadata, Fedora CoreOS's afterburn),
+//     (Image.Metadata: Flatcar's coreos-metadata, Fedora CoreOS's afterburn; NoMetadataAgent for MicroOS),
 //     and the kubelet waits for that agent.
 //   - SELinux: left as the image has it unless Image.SELinuxPermissive.
+//   - SSH user: Image.SSHUser (core on Flatcar and Fedora CoreOS, root on MicroOS).
+//
+// A zero field of Image means "the image has none", never Fedora CoreOS's value.
 //
 // A plugin for an Ignition OS is then
 //
@@ -44,36 +49,51 @@ const (
 	NetworkNetworkd = "systemd-networkd"
 	// NetworkNetworkManager writes a NetworkManager keyfile.
 	NetworkNetworkManager = "NetworkManager"
-	// NetworkNone refuses machines that ask for a static address.
+	// NetworkNone (or "") refuses machines that ask for a static address.
 	NetworkNone = "none"
 )
 
-// Image is what differs between Ignition OSes. A zero field takes Fedora CoreOS's value.
+// Image is what differs between Ignition OSes. Every field is explicit: a zero field means the image has
+// none of it (no trust store the kit writes to, no network stack for static addresses, no metadata agent, no
+// SSH user of its own), never another image's value; Flatcar, FedoraCoreOS and MicroOS are complete values
+// to start from.
 type Image struct {
-	// Boot is where the image's Ignition reads a config and how a boot becomes a first boot.
+	// Boot is where the image's Ignition reads a config and how a boot becomes a first boot (required: a
+	// zero Boot leaves the OS without a handoff, which the bootstrap stage refuses to render).
 	Boot node.IgnitionBoot
-	// Trust is the image's system CA trust store.
+	// Trust is the image's system CA trust store; zero: none, and machines of a controller with an extra CA
+	// bundle (-host-ca-bundle) are refused.
 	Trust node.Trust
-	// Network is the stack static addresses are written for: NetworkNetworkd, NetworkNetworkManager or
-	// NetworkNone.
+	// Network is the stack static addresses are written for: NetworkNetworkd, NetworkNetworkManager, or
+	// NetworkNone (also ""), which refuses machines that ask for a static address.
 	Network string
-	// MetadataUnit is the image's metadata agent, which the kubelet waits for on AWS.
-	MetadataUnit string
-	// MetadataFile and AWSHostnameKey: the agent's environment file and the key of the EC2 host name in it.
-	MetadataFile, AWSHostnameKey string
+	// Metadata is the image's metadata agent; zero (NoMetadataAgent): none.
+	Metadata MetadataAgent
 	// SELinuxPermissive switches SELinux to permissive mode in osm-setup, as upstream OSM does on Red Hat
 	// systems (CNI and CSI plugins that write host paths without labels).
 	SELinuxPermissive bool
+	// SSHUser is the image's user the machine's SSH keys are authorized for (abi.Metadata.SSHUser); empty:
+	// the host's default for Ignition, core.
+	SSHUser string
 }
+
+// MetadataAgent is an image's metadata agent: on AWS the node name must be the EC2 private DNS name, which the
+// agent writes to File under AWSHostnameKey, and the kubelet waits for Unit.
+type MetadataAgent struct {
+	Unit, File, AWSHostnameKey string
+}
+
+// NoMetadataAgent is an image without a metadata agent: the node name is the kit's (the machine's name, else
+// `hostname -f`), on AWS too.
+var NoMetadataAgent = MetadataAgent{}
 
 // Flatcar is Flatcar Container Linux.
 var Flatcar = Image{
-	Boot:           node.FlatcarIgnition,
-	Trust:          node.Trust{Path: "/etc/ssl/certs/osm-host-ca.pem", Update: "update-ca-certificates"},
-	Network:        NetworkNetworkd,
-	MetadataUnit:   "coreos-metadata.service",
-	MetadataFile:   "/run/metadata/flatcar",
-	AWSHostnameKey: "COREOS_EC2_HOSTNAME",
+	Boot:     node.FlatcarIgnition,
+	Trust:    node.Trust{Path: "/etc/ssl/certs/osm-host-ca.pem", Update: "update-ca-certificates"},
+	Network:  NetworkNetworkd,
+	Metadata: MetadataAgent{Unit: "coreos-metadata.service", File: "/run/metadata/flatcar", AWSHostnameKey: "COREOS_EC2_HOSTNAME"},
+	SSHUser:  "core",
 }
 
 // FedoraCoreOS is Fedora CoreOS.
@@ -81,42 +101,37 @@ var FedoraCoreOS = Image{
 	Boot:              node.FedoraCoreOSIgnition,
 	Trust:             node.Trust{Path: "/etc/pki/ca-trust/source/anchors/osm-host-ca.crt", Update: "update-ca-trust extract"},
 	Network:           NetworkNetworkManager,
-	MetadataUnit:      "afterburn.service",
-	MetadataFile:      "/run/metadata/afterburn",
-	AWSHostnameKey:    "AFTERBURN_AWS_HOSTNAME",
+	Metadata:          MetadataAgent{Unit: "afterburn.service", File: "/run/metadata/afterburn", AWSHostnameKey: "AFTERBURN_AWS_HOSTNAME"},
 	SELinuxPermissive: true,
+	SSHUser:           "core",
 }
 
-// withDefaults fills the zero fields of img with Fedora CoreOS's values.
-func (img Image) withDefaults() Image {
-	d := FedoraCoreOS
-	if img.Boot.ConfigPath == "" && img.Boot.FirstBootFlag == "" {
-		img.Boot = d.Boot
-	}
-	if img.Trust.Path == "" {
-		img.Trust = d.Trust
-	}
-	if img.Network == "" {
-		img.Network = d.Network
-	}
-	if img.MetadataUnit == "" && img.MetadataFile == "" {
-		img.MetadataUnit, img.MetadataFile, img.AWSHostnameKey = d.MetadataUnit, d.MetadataFile, d.AWSHostnameKey
-	}
-	return img
+// MicroOS is openSUSE MicroOS and SLE Micro: node.MicroOSIgnition, the trust store of SUSE systems, NetworkManager,
+// SELinux left enforcing (the images ship a policy for containers), no metadata agent, and root as the SSH
+// user (the images have no default user).
+var MicroOS = Image{
+	Boot:    node.MicroOSIgnition,
+	Trust:   node.Trust{Path: "/etc/pki/trust/anchors/osm-host-ca.pem", Update: "update-ca-certificates"},
+	Network: NetworkNetworkManager,
+	SSHUser: "root",
 }
 
 // OS returns the family's OS description for img; the caller fills in Name, PluginVersion, Description,
 // Versions and CloudProviders.
 func OS(img Image) *node.OS {
-	img = img.withDefaults()
 	os := &node.OS{
 		Utilities:    []string{abi.UtilityIgnition},
 		Trust:        img.Trust,
-		Handoff:      node.IgnitionHandoff(img.Boot),
 		UnrunModules: node.IgnitionUnrunModules,
 		Prepare:      img.Prepare,
 		Provisioning: img.Provisioning,
-		Hostname:     img.Hostname,
+		SSHUser:      img.SSHUser,
+	}
+	if img.Boot.ConfigPath != "" {
+		os.Handoff = node.IgnitionHandoff(img.Boot)
+	}
+	if img.Metadata.File != "" && img.Metadata.AWSHostnameKey != "" {
+		os.Hostname = img.Hostname
 	}
 	switch img.Network {
 	case NetworkNetworkd:
@@ -210,21 +225,20 @@ func (img Image) Prepare(_ *node.Request, s *node.Script) {
 }
 
 // Hostname: on AWS the node name must be the private DNS name, which the image's metadata agent writes to
-// MetadataFile (the kubelet waits for the agent, see Provisioning).
+// MetadataFile (the kubelet waits for the agent, see Provisioning); without that file the kit's name stays.
 func (img Image) Hostname(r *node.Request, s *node.Script) {
-	s.Line(`name=$(hostname -f 2>/dev/null || hostname)`)
-	if r.Provider() == "aws" && img.MetadataFile != "" && img.AWSHostnameKey != "" {
-		s.Line(`ec2=$(sed -n 's/^` + img.AWSHostnameKey + `=//p' ` + img.MetadataFile + ` 2>/dev/null || true)`)
+	if m := img.Metadata; r.Provider() == "aws" && m.File != "" && m.AWSHostnameKey != "" {
+		s.Line(`ec2=$(sed -n 's/^` + m.AWSHostnameKey + `=//p' ` + m.File + ` 2>/dev/null || true)`)
 		s.Line(`if [ -n "$ec2" ]; then name=$ec2; fi`)
 	}
 }
 
 // Provisioning makes the kubelet wait for the metadata agent on AWS.
 func (img Image) Provisioning(r *node.Request, cfg *abi.NodeConfig) error {
-	if r.Provider() == "aws" && img.MetadataUnit != "" {
+	if u := img.Metadata.Unit; r.Provider() == "aws" && u != "" {
 		if k := cfg.Unit(node.KubeletUnit); k != nil {
 			k.DropIns = append(k.DropIns, abi.DropIn{Name: "10-osm-aws-metadata.conf",
-				Content: "[Unit]\nRequires=" + img.MetadataUnit + "\nAfter=" + img.MetadataUnit + "\n"})
+				Content: "[Unit]\nRequires=" + u + "\nAfter=" + u + "\n"})
 		}
 	}
 	return nil
