@@ -40,7 +40,8 @@ test: ## Everything CI runs: generated files, lint, unit, integration and node e
 	@$(PHASE) lint $(MAKE) --no-print-directory lint
 	@$(PHASE) plugins $(MAKE) --no-print-directory plugins
 	@$(PHASE) controlplane $(MAKE) --no-print-directory controlplane
-	@$(PHASE) deps hack/install-deps.sh validate node-e2e
+	@# make test does all the set-up on a fresh machine, so it allows the upgrades install-deps lists (README).
+	@$(PHASE) deps env OSM_INSTALL_DEPS_UPGRADE=1 hack/install-deps.sh validate node-e2e
 	@hack/e2e-node/prepare.sh start
 	@$(PHASE) go-test-race $(MAKE) --no-print-directory go-test-race
 	@$(PHASE) go-test $(MAKE) --no-print-directory go-test
