@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -84,6 +85,13 @@ func Start(t testing.TB, opts Options) *Env {
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: opts.WebhookInstallOptions,
 		Scheme:                Scheme,
+	}
+	// envtest gives each process 20 s to become ready, then starts it again (5 times). On a busy machine, a
+	// kube-apiserver that starts at a low CPU priority beside other test processes needs longer, and each new
+	// attempt starts from scratch: one attempt with more room serves better. KUBEBUILDER_CONTROLPLANE_START_TIMEOUT
+	// still overrides it.
+	if os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT") == "" {
+		env.ControlPlaneStartTimeout = 2 * time.Minute
 	}
 	// Nodes authenticate with bootstrap tokens (their provisioning fetch and the kubelet's TLS bootstrap), as on
 	// every cluster machine-controller runs on.
