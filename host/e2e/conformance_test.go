@@ -544,7 +544,10 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 	if csrErr == nil {
 		registered, certErr = c.signUntilRegistered(t, n, bootstrapUser, nodeName)
 	}
-	reportErr := reports.waitFor(nodeName, osmv1alpha1.PhaseNodeRegistered, 2*time.Minute)
+	reportErr := csrErr
+	if csrErr == nil {
+		reportErr = reports.waitFor(nodeName, osmv1alpha1.PhaseNodeRegistered, 2*time.Minute)
+	}
 	r := n.collect()
 	res.Header = append(res.Header, fmt.Sprintf("node %s: %d boot(s); report %s", nodeName, n.boots(), r.dir))
 
