@@ -206,7 +206,7 @@ func ReportScriptFile(r *Request) abi.File {
   osm_report ` + PhaseKubeletStarted + `
   name=$(sed -n 's/^KUBELET_HOSTNAME=//p' ` + NodeEnvPath + ` 2>/dev/null || true)
   for i in $(seq 1 90); do
-    code=$(curl -sS --cacert ` + CACertPath + ` --cert /var/lib/kubelet/pki/kubelet-client-current.pem --key /var/lib/kubelet/pki/kubelet-client-current.pem \
+    code=$(curl -sS --cacert ` + CACertPath + ` --cert ` + KubeletCertDir + `/kubelet-client-current.pem --key ` + KubeletCertDir + `/kubelet-client-current.pem \
       --connect-timeout 5 -m 10 -o /dev/null -w '%{http_code}' "${osm_report_url%%/apis/*}/api/v1/nodes/$name" 2>/dev/null) || true
     if [ "$code" = 200 ]; then osm_report ` + PhaseNodeRegistered + `; return 0; fi
     sleep 10
