@@ -37,7 +37,8 @@ download() {
   fi
 }
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# One EXIT trap per shell: this one keeps osm-setup's failure report (osm_on_exit, sdk/SPEC.md §11).
+trap 'osm_rc=$?; rm -rf "$tmp"; ! declare -F osm_on_exit >/dev/null || osm_on_exit "$osm_rc"' EXIT
 `)
 }
 

@@ -131,11 +131,13 @@ var redactShell = `osm_redact() {
 
 // reportCapture sends the rest of the script's output through tee into logFile as well, and reports a
 // failure (the step in $osm_step, the exit code, the last lines of logFile) when the script exits with one.
+// A shell has one EXIT trap: a later part of the script that sets its own must call osm_on_exit with the
+// exit status (as DownloadHelper's does), or failures after it go unreported.
 func reportCapture(s *Script, logFile string) {
 	s.Line("osm_log=" + logFile + " osm_step=" + StepPrepare)
 	s.Line("mkdir -p /run/osm; : >$osm_log; exec 3>&2; exec > >(tee -a $osm_log >&3) 2>&1; osm_tee=$!")
 	s.Raw(`osm_on_exit() {
-  local rc=$? i
+  local rc=${1:-$?} i
   [ "$rc" != 0 ] || return 0
   exec 1>&3 2>&3
   for i in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$osm_tee" 2>/dev/null || break; sleep 0.2; done

@@ -241,3 +241,24 @@ func TestBootstrapReportsFetched(t *testing.T) {
 		t.Errorf("reports: %q", bodies)
 	}
 }
+
+// TestEveryExitTrapKeepsTheFailureReport: bash keeps one EXIT trap per shell, so a part of osm-setup that set
+// its own after the report's would silence every failure after it (a missing package went unreported on a
+// node of the e2e that way). Every EXIT trap osm-setup sets must end in osm_on_exit.
+func TestEveryExitTrapKeepsTheFailureReport(t *testing.T) {
+	script := file(t, render(t, request(abi.StageProvisioning)), node.SetupScriptPath)
+	traps := 0
+	for _, line := range strings.Split(script, "\n") {
+		line = strings.TrimSpace(line)
+		if !strings.HasPrefix(line, "trap ") || !strings.HasSuffix(line, " EXIT") {
+			continue
+		}
+		traps++
+		if !strings.Contains(line, "osm_on_exit") {
+			t.Errorf("osm-setup sets an EXIT trap that drops the failure report: %s", line)
+		}
+	}
+	if traps < 2 {
+		t.Errorf("osm-setup sets %d EXIT traps, want the report's and the downloads' (the request renders both)", traps)
+	}
+}
