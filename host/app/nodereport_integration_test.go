@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -201,6 +203,55 @@ func TestNodeReports(t *testing.T) {
 				t.Errorf("%s: %v, want Invalid (422)", name, err)
 			}
 		}
+	})
+	t.Run("the API server's flow control takes the reports apart (deploy/flowcontrol.yaml)", func(t *testing.T) {
+		flowSchema := ""
+		for _, o := range deployDocs(t) {
+			if o.GroupVersionKind().Group != "flowcontrol.apiserver.k8s.io" {
+				continue
+			}
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+			}
+			if o.GetKind() == "FlowSchema" {
+				flowSchema = string(o.GetUID())
+			}
+		}
+		if flowSchema == "" {
+			t.Fatal("deploy/ has no FlowSchema")
+		}
+		cfg := rest.AnonymousClientConfig(env.Config)
+		cfg.BearerToken = tokenA
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := reportKey(a)
+		url := fmt.Sprintf("%s/apis/%s/namespaces/%s/operatingsystemnodereports/%s/status?fieldManager=osm-node-reports-a-1&force=true",
+			strings.TrimSuffix(env.Config.Host, "/"), osmv1alpha1.GroupVersion.String(), key.Namespace, key.Name)
+		body := fmt.Sprintf(`{"apiVersion":%q,"kind":"OperatingSystemNodeReport","metadata":{"name":%q,"namespace":%q},"status":{"machines":{"reports-a-1":{"phase":"NodeRegistered"}}}}`,
+			osmv1alpha1.GroupVersion.String(), key.Name, key.Namespace)
+		// The API server reads new flow control objects in the background; it names the FlowSchema that
+		// classified each request in a response header.
+		eventually(t, wait, "a node's report classified by OSM's FlowSchema", func() error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPatch, url, strings.NewReader(body))
+			if err != nil {
+				return err
+			}
+			req.Header.Set("Content-Type", "application/apply-patch+yaml")
+			resp, err := hc.Do(req)
+			if err != nil {
+				return err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("HTTP %d", resp.StatusCode)
+			}
+			if got := resp.Header.Get("X-Kubernetes-PF-FlowSchema-UID"); got != flowSchema {
+				return fmt.Errorf("classified by FlowSchema %q, want osm-node-reports (%s)", got, flowSchema)
+			}
+			return nil
+		})
 	})
 	t.Run("a deleted machine's report goes with it", func(t *testing.T) {
 		m := &unstructured.Unstructured{}

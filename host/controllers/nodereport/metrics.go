@@ -1,6 +1,8 @@
 package nodereport
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
@@ -20,8 +22,17 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "osm_node_bootstrap_failures_total", Help: "Machine bootstrap failures reported, by failing step (each failure once).",
 		}, []string{"step"}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.phase, m.failures)
+	if reg == nil {
+		return m
+	}
+	for _, c := range []prometheus.Collector{m.phase, m.failures} {
+		// A controller started again in the same process (tests do) replaces the series of the one before,
+		// which stopped observing.
+		var again prometheus.AlreadyRegisteredError
+		if err := reg.Register(c); errors.As(err, &again) {
+			reg.Unregister(again.ExistingCollector)
+			_ = reg.Register(c)
+		}
 	}
 	return m
 }
