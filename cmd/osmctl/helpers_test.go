@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -198,5 +199,37 @@ func requireBuiltin(t *testing.T, name string) {
 	}
 	if !slices.Contains(names, name) {
 		t.Fatalf("the built-in plugin %s is not embedded: run make plugins before go test (make test does)", name)
+	}
+}
+
+// goIn returns a runner of the go command in dir, offline (GOPROXY=off, -mod=readonly), that fails t on error
+// and returns the command's output.
+func goIn(t *testing.T, dir string) func(env []string, args ...string) string {
+	return func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly"), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+}
+
+// scaffoldHas fails t for each file of dir (by its path in dir) that lacks one of the strings wanted of it.
+func scaffoldHas(t *testing.T, dir string, want map[string][]string) {
+	t.Helper()
+	for name, ws := range want {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range ws {
+			if !strings.Contains(string(data), w) {
+				t.Errorf("%s lacks %q:\n%s", name, w, data)
+			}
+		}
 	}
 }

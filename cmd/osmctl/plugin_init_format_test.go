@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,37 +13,17 @@ import (
 func TestPluginInitFormat(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "rocket")
 	mustSucceed(t, osmctl(t, "plugin", "init", "rocket", "--dir", dir, "--sdk-dir", "../../sdk", "--family", "format", "--cloud-providers", "aws,vsphere"))
-	for name, want := range map[string][]string{
+	scaffoldHas(t, dir, map[string][]string{
 		"plugin.go":      {"BootContract: abi.BootContractJoinFromSettings", `const Utility = "rocket-settings"`, "[[settings.container-registry.credentials]]"},
 		"main.go":        {"guest.Register(Plugin{})"},
 		"osp.yaml":       {"provisioningUtility: rocket-settings"},
 		"Makefile":       {"GOLDEN := testdata/bootstrap.txt testdata/provisioning.txt", "test: $(GOLDEN)"},
 		"plugin_test.go": {"t.Skip(\"builds the plugin to wasm\")"},
-	} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range want {
-			if !strings.Contains(string(data), w) {
-				t.Errorf("%s lacks %q:\n%s", name, w, data)
-			}
-		}
-	}
+	})
 	if data, _ := os.ReadFile(filepath.Join(dir, ".github/workflows/plugin.yaml")); strings.Contains(string(data), "cloud-init") {
 		t.Errorf("the workflow of a format plugin installs cloud-init:\n%s", data)
 	}
-	goCmd := func(env []string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = append(append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly"), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	goCmd := goIn(t, dir)
 	goCmd(nil, "vet", ".")
 	goCmd(nil, "test", "-count=1", "-run", "TestGolden", "-update", ".")
 	out := goCmd(nil, "test", "-short", "-count=1", "-v", ".")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,36 +17,16 @@ func TestPluginInitIgnition(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "fcos")
 	mustSucceed(t, osmctl(t, "plugin", "init", "fcos", "--dir", dir, "--sdk-dir", "../../sdk", "--family", "ignition",
 		"--os-version", "42", "--cloud-providers", "openstack,aws"))
-	for name, want := range map[string][]string{
+	scaffoldHas(t, dir, map[string][]string{
 		"plugin.go":      {"ignition.OS(ignition.FedoraCoreOS)", "provisioned by ignition"},
 		"plugin_test.go": {"const utility = abi.UtilityIgnition", "plugintest.ValidateUserData(t, req, cfg)"},
 		"osp.yaml":       {"provisioningUtility: ignition"},
 		"Makefile":       {"plugin push --pin-profile osp.yaml"},
-	} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range want {
-			if !strings.Contains(string(data), w) {
-				t.Errorf("%s lacks %q:\n%s", name, w, data)
-			}
-		}
-	}
+	})
 	if data, _ := os.ReadFile(filepath.Join(dir, ".github/workflows/plugin.yaml")); strings.Contains(string(data), "cloud-init") {
 		t.Errorf("the workflow of an Ignition plugin installs cloud-init:\n%s", data)
 	}
-	goCmd := func(env []string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = append(append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly"), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	goCmd := goIn(t, dir)
 	goCmd(nil, "vet", ".")
 	goCmd(nil, "test", "-count=1", "-run", "TestGolden", "-update", ".")
 	out := goCmd(nil, "test", "-count=1", "-v", "-run", "TestGolden|TestStages", ".")

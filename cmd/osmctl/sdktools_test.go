@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,17 +88,7 @@ func TestPluginInit(t *testing.T) {
 			t.Errorf("scaffold lacks %s", f)
 		}
 	}
-	goCmd := func(env []string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = append(append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=readonly"), env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return string(out)
-	}
+	goCmd := goIn(t, dir)
 	goCmd(nil, "vet", ".")
 	goCmd(nil, "test", "-count=1", "-run", "TestGolden", "-update", ".")
 	goCmd(nil, "test", "-count=1", "-run", "TestGolden|TestStages/hetzner/", ".")
