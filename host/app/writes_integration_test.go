@@ -191,11 +191,12 @@ func TestAPIWritesPerMachineDeployment(t *testing.T) {
 	sort.Strings(lines)
 	t.Logf("writes per MachineDeployment (%d MachineDeployments): %.1f, %.0f bytes\n%s", n, float64(len(writes))/n, float64(bytes)/n, strings.Join(lines, "\n"))
 	// The whole write set of a new MachineDeployment: one node credential (bootstrap token, Role, RoleBinding),
-	// the two user-data Secrets, the OSC created with its status, the finalizer. A ServiceAccount or a token
-	// request would be a second credential, a status write a second write of the OSC.
+	// the two user-data Secrets, the OSC created with its status, the finalizer, the object its nodes report
+	// into. A ServiceAccount or a token request would be a second credential, a status write a second write of
+	// the OSC (the node reports' summary is written only once a machine reported).
 	want := map[string]int{
 		"create secrets": 3, "create roles": 1, "create rolebindings": 1, "create operatingsystemconfigs": 1,
-		"patch machinedeployments": 1,
+		"patch machinedeployments": 1, "create operatingsystemnodereports": 1,
 	}
 	for kind := range perKind {
 		if _, ok := want[kind]; !ok {

@@ -89,6 +89,26 @@ func (i *Issuer) EnsureReaderRole(ctx context.Context, md *clusterv1alpha1.Machi
 	})
 }
 
+// AlignReaderRole brings the rules of md's existing reader Role in line (a Role of an OSM version before node
+// reports lacks ReporterRule) and leaves a missing Role to EnsureReaderRole, which the OSC controller calls:
+// it never tries to create one, so a new MachineDeployment's Role is created once, not raced for.
+func (i *Issuer) AlignReaderRole(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
+	role := &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: i.readerRules(md)}
+	obj, err := i.owned(ctx, md, role)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	have := obj.(*rbacv1.Role)
+	if reflect.DeepEqual(have.Rules, role.Rules) {
+		return nil
+	}
+	have.Rules = role.Rules
+	return i.Client.Update(ctx, have)
+}
+
 func (i *Issuer) readerRules(md *clusterv1alpha1.MachineDeployment) []rbacv1.PolicyRule {
 	rules := []rbacv1.PolicyRule{{
 		APIGroups:     []string{""},

@@ -80,8 +80,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req client.ObjectKey) error 
 	sum := Summarize(report.Status.Machines)
 	r.metrics.observe(md.Namespace, md.Name, sum)
 	r.announce(md, report.Status.Machines)
-	if reflect.DeepEqual(osc.Status.Nodes, sum) {
-		return nil
+	if reflect.DeepEqual(osc.Status.Nodes, sum) || osc.Status.Nodes == nil && len(report.Status.Machines) == 0 {
+		return nil // nothing new; and no machine reported yet is no reason to write the OSC
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"nodes": sum}})
 	if err != nil {
@@ -93,8 +93,8 @@ func (r *Reconciler) reconcile(ctx context.Context, req client.ObjectKey) error 
 	return nil
 }
 
-// ensureReport returns md's report object, creating it (and bringing md's reader Role in line, so the node
-// credential may write it) when it does not exist. nil when one of that name belongs to another
+// ensureReport returns md's report object, creating it (and bringing an existing reader Role's rules in line,
+// so the node credential may write it) when it does not exist. nil when one of that name belongs to another
 // MachineDeployment: it is neither used nor overwritten.
 func (r *Reconciler) ensureReport(ctx context.Context, md *clusterv1alpha1.MachineDeployment) (*osmv1alpha1.OperatingSystemNodeReport, error) {
 	key := client.ObjectKey{Namespace: r.Issuer.Namespace, Name: render.ProvisioningSecretName(md)}
@@ -115,7 +115,7 @@ func (r *Reconciler) ensureReport(ctx context.Context, md *clusterv1alpha1.Machi
 	if err := r.Worker.Create(ctx, report); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating OperatingSystemNodeReport %s: %w", key, err)
 	}
-	if err := r.Issuer.EnsureReaderRole(ctx, md); err != nil {
+	if err := r.Issuer.AlignReaderRole(ctx, md); err != nil {
 		return nil, err
 	}
 	return report, nil

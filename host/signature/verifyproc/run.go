@@ -197,7 +197,11 @@ func (r *Runner) Run(ctx context.Context, req *Request) (*Response, error) {
 // confine sets the verifier's RLIMIT_AS and lowers its priority (the latter best effort).
 func (r *Runner) confine(pid int) error {
 	as := r.AddressSpace
-	if as == 0 {
+	switch {
+	case as != 0:
+	case raceAddressSpace != 0:
+		as = raceAddressSpace
+	default:
 		as = DefaultAddressSpace
 	}
 	if err := unix.Prlimit(pid, unix.RLIMIT_AS, &unix.Rlimit{Cur: as, Max: as}, nil); err != nil {
