@@ -49,16 +49,20 @@ test: ## Everything CI runs: generated files, lint, unit, integration and node e
 	@$(PHASE) e2e-node $(MAKE) --no-print-directory e2e-node
 
 .PHONY: unit
-unit: plugins ## The fast loop: every package's tests with -short (no race, no lint, no root; tests that start a kube-apiserver skip).
+unit: plugins sdk-deps ## The fast loop: every package's tests with -short (no race, no lint, no root; tests that start a kube-apiserver skip).
 	go test -short -count=1 ./...
 	cd sdk && go test -short -count=1 ./...
 	cd sdk/examples/opensuse && go test -short -count=1 ./...
 
 # The test groups of make test (see RACE_PKGS); they expect plugins and controlplane built.
-.PHONY: go-test-race go-test sdk-test
+.PHONY: go-test-race go-test sdk-test sdk-deps
+# The osmctl tests build scaffolded plugins offline (GOPROXY=off) against the local sdk module, so every module
+# the sdk needs must be in the module cache first, which a build of the plugins alone does not download.
+sdk-deps:
+	cd sdk && go mod download
 go-test-race:
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test $(GO_TEST_FLAGS) $(RACE) $$(go list ./... | grep -E '$(RACE_PKGS)')
-go-test:
+go-test: sdk-deps
 	KUBEBUILDER_ASSETS="$$(hack/control-plane.sh)" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -vE '$(RACE_PKGS)')
 sdk-test:
 	cd sdk && go test $(GO_TEST_FLAGS) $(RACE) $$(go list ./... | grep -E '$(SDK_RACE_PKGS)')
