@@ -140,7 +140,7 @@ func goBack(t *testing.T, env *testenv.Env) []*clusterv1alpha1.MachineDeployment
 		"create *v1.ServiceAccount":               1, "create *v1.Secret": 1, "create *v1.Role": 1, "create *v1.RoleBinding": 1,
 		// user-data Secrets (two each) and bootstrap tokens; plugin profiles need no kubelet bootstrap Secret
 		"delete *v1.Secret":                      n * 3,
-		"delete *v1alpha1.OperatingSystemConfig": n, "delete *v1.Role": n, "delete *v1.RoleBinding": n,
+		"delete *v1alpha1.OperatingSystemConfig": n, "delete *v1alpha1.OperatingSystemNodeReport": n, "delete *v1.Role": n, "delete *v1.RoleBinding": n,
 	}
 	if !equality.Semantic.DeepEqual(count, want) {
 		t.Errorf("the plan's changes: %v, want %v\n%v", count, want, plan.Actions)

@@ -6,7 +6,7 @@
 // shared getter token for every render, and ignores OSM's additions to profiles (spec.plugin, extensions).
 // So: the getter ServiceAccount, token Secret, Role and RoleBinding are put back as upstream's
 // deploy/cloud-init-settings.yaml has them; OSM's user-data Secrets, kubelet bootstrap Secrets and
-// OperatingSystemConfigs go, and with them OSM's per-MachineDeployment bootstrap tokens and reader Roles and
+// OperatingSystemConfigs go, and with them the node reports (OperatingSystemNodeReports), OSM's per-MachineDeployment bootstrap tokens and reader Roles and
 // RoleBindings (nothing renews those tokens once OSM is gone) and OSM's default profiles (upstream installs
 // its own at start, and would otherwise render OSM's first and never again); profiles that render through a plugin and that
 // upstream does not replace with its own are listed, with the MachineDeployments that name them.
@@ -156,6 +156,9 @@ func (p *Plan) osmObjects(ctx context.Context, c client.Client) error {
 		}},
 		{&corev1.SecretList{}, metav1.NamespaceSystem, func(client.Object) string {
 			return "OSM's bootstrap token for one MachineDeployment; nothing renews it once OSM is gone"
+		}},
+		{&osmv1alpha1.OperatingSystemNodeReportList{}, p.opts.UserDataNamespace, func(client.Object) string {
+			return "OSM's bootstrap reports of one MachineDeployment's machines; upstream has none"
 		}},
 		{&rbacv1.RoleBindingList{}, p.opts.UserDataNamespace, func(client.Object) string {
 			return "lets OSM's bootstrap token read its MachineDeployment's provisioning Secret"
@@ -313,6 +316,8 @@ func kindOf(o client.Object) string {
 		return "OperatingSystemConfig"
 	case *osmv1alpha1.OperatingSystemProfile:
 		return "OperatingSystemProfile"
+	case *osmv1alpha1.OperatingSystemNodeReport:
+		return "OperatingSystemNodeReport"
 	}
 	return fmt.Sprintf("%T", o)
 }
