@@ -75,37 +75,31 @@ func RefreshMargin(ttl time.Duration) time.Duration { return ttl / 3 }
 // before node reports gains the report rule).
 func (i *Issuer) EnsureReaderRole(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
 	role := &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: i.readerRules(md)}
-	return i.create(ctx, role, func() error {
-		obj, err := i.owned(ctx, md, role)
-		if err != nil {
-			return err
-		}
-		have := obj.(*rbacv1.Role)
-		if reflect.DeepEqual(have.Rules, role.Rules) {
-			return nil
-		}
-		have.Rules = role.Rules
-		return i.Client.Update(ctx, have)
-	})
+	return i.create(ctx, role, func() error { return i.alignRules(ctx, md, role) })
 }
 
 // AlignReaderRole brings the rules of md's existing reader Role in line (a Role of an OSM version before node
 // reports lacks ReporterRule) and leaves a missing Role to EnsureReaderRole, which the OSC controller calls:
 // it never tries to create one, so a new MachineDeployment's Role is created once, not raced for.
 func (i *Issuer) AlignReaderRole(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
-	role := &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: i.readerRules(md)}
-	obj, err := i.owned(ctx, md, role)
+	err := i.alignRules(ctx, md, &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: i.readerRules(md)})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
+	return err
+}
+
+// alignRules gives md's existing Role of want's name want's rules; it must be md's (owned).
+func (i *Issuer) alignRules(ctx context.Context, md *clusterv1alpha1.MachineDeployment, want *rbacv1.Role) error {
+	obj, err := i.owned(ctx, md, want)
 	if err != nil {
 		return err
 	}
 	have := obj.(*rbacv1.Role)
-	if reflect.DeepEqual(have.Rules, role.Rules) {
+	if reflect.DeepEqual(have.Rules, want.Rules) {
 		return nil
 	}
-	have.Rules = role.Rules
+	have.Rules = want.Rules
 	return i.Client.Update(ctx, have)
 }
 
