@@ -90,9 +90,11 @@ type conformanceResult struct {
 	Header []string
 	Steps  []conformanceStep
 	// Why names the units that failed on the node, with their last journal lines (see explain).
-	Why   string
-	MD    *clusterv1alpha1.MachineDeployment
-	Ref   string
+	Why string
+	MD  *clusterv1alpha1.MachineDeployment
+	Ref string
+	// Node is the node that booted, stopped and with its report read; nil when the run ended before.
+	Node  *node
 	start time.Time
 }
 
@@ -549,7 +551,11 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 		reportErr = reports.waitFor(nodeName, osmv1alpha1.PhaseNodeRegistered, 2*time.Minute)
 	}
 	r := n.collect()
+	res.Node = n
 	res.Header = append(res.Header, fmt.Sprintf("node %s: %d boot(s); report %s", nodeName, n.boots(), r.dir))
+	if n.label != nil {
+		res.Header = append(res.Header, fmt.Sprintf("node %s: a file system labelled %s (%s) at /dev/disk/by-label/%s", nodeName, n.label.name, n.label.dev, n.label.name))
+	}
 
 	res.check(t, stepCA, func(t testing.TB) string {
 		var paths []string
@@ -592,7 +598,7 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 			return fmt.Sprintf("%d files of the provisioning config on the node; cloud-init's run finished without errors", len(cloudConfigFiles(t, prov.Data[render.CloudConfigKey])))
 		default:
 			log, _ := os.ReadFile(filepath.Join(n.dir, "initramfs.log"))
-			stored := regexp.MustCompile(`initramfs \(boot ([2-9]|\d\d+)\): Ignition applies \S+?(/boot/ignition/config\.ign|/oem/config\.ign|/usr/share/oem/config\.ign) `).FindStringSubmatch(string(log))
+			stored := regexp.MustCompile(`initramfs \(boot ([2-9]|\d\d+)\): Ignition applies the stored (\S+) `).FindStringSubmatch(string(log))
 			if stored == nil {
 				t.Fatalf("Ignition never applied a config the node stored and flagged for a first boot:\n%s", log)
 			}

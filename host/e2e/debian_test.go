@@ -63,6 +63,7 @@ func TestNodes(t *testing.T) {
 	t.Run("DebianJoins", func(t *testing.T) { testDebianJoins(t, c, osp) })
 	t.Run("ScaffoldedPluginJoins", func(t *testing.T) { testScaffoldedPluginJoins(t, c, osp) })
 	t.Run("ScaffoldedIgnitionPluginConforms", func(t *testing.T) { testScaffoldedIgnitionPluginConforms(t, c) })
+	t.Run("MicroOSPluginConforms", func(t *testing.T) { testMicroOSPluginConforms(t, c) })
 	t.Run("WrongCAIsRejected", func(t *testing.T) { testWrongCA(t, c, osp) })
 	t.Run("TamperedBootstrapIsRefused", func(t *testing.T) { testTamperedBootstrap(t, c, osp) })
 	t.Run("RevokedProvisioningTokenFails", func(t *testing.T) { testRevokedToken(t, c, osp) })

@@ -139,7 +139,7 @@ func lockHost() error {
 }
 
 // recoverStaleRun undoes what a run killed before its cleanup left behind: nodes still running in their
-// cgroups (killed through cgroup.kill), the cgroups, and host sysctls the node changed (restored from the
+// cgroups (killed through cgroup.kill), the cgroups, the loop devices of labelled file systems, and host sysctls the node changed (restored from the
 // snapshot taken before its boot). Packet filter tables it added cannot be told apart from others' and are
 // left alone.
 func recoverStaleRun() {
@@ -156,6 +156,9 @@ func recoverStaleRun() {
 				fmt.Fprintf(os.Stderr, "node e2e: removed stale cgroup %s of an earlier run\n", cg)
 			}
 		}
+	}
+	if detached := recoverStaleLabels(); len(detached) > 0 {
+		fmt.Fprintf(os.Stderr, "node e2e: detached the labelled file systems of an earlier run: %s\n", strings.Join(detached, ", "))
 	}
 	if restored := restoreSysctlSnapshot(); len(restored) > 0 {
 		fmt.Fprintf(os.Stderr, "node e2e: restored host sysctls an earlier run left changed: %s\n", strings.Join(restored, ", "))

@@ -86,6 +86,11 @@ type node struct {
 	sysctls map[string]string
 	nftWas  map[string]bool
 	report  *report
+	// label is the node's block device labelled for an Ignition image that reads its user config from one
+	// (see ignitionShapes); nil without one.
+	label *labelDevice
+	// bootDirs are the directories of the image's /boot, recreated in the node's /boot file system.
+	bootDirs []string
 }
 
 const (
@@ -113,6 +118,9 @@ func bootNode(t *testing.T, opts nodeOptions) *node {
 	n := &node{t: t, name: opts.Name, dir: dir, root: filepath.Join(dir, "rootfs"), console: filepath.Join(dir, "console.log"), exited: make(chan struct{})}
 	t.Cleanup(n.cleanup)
 	n.unpack(opts.Rootfs)
+	if len(opts.Ignition) > 0 {
+		n.imageShape()
+	}
 	n.prepare(opts)
 	if opts.Prepare != nil {
 		opts.Prepare(t, n.root)
@@ -192,7 +200,11 @@ locale: C.UTF-8
 		if err := os.WriteFile(filepath.Join(n.dir, "user-data.ign"), opts.Ignition, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(n.dir, "initramfs"), []byte(initramfsScript(n.root, n.dir)), 0o755); err != nil {
+		labelDev := ""
+		if n.label != nil {
+			labelDev = n.label.dev
+		}
+		if err := os.WriteFile(filepath.Join(n.dir, "initramfs"), []byte(initramfsScript(n.root, n.dir, labelDev)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.MkdirAll(filepath.Join(n.root, "boot"), 0o755); err != nil {
@@ -364,6 +376,19 @@ func (n *node) start(lifetime time.Duration, initramfs bool) {
 	}
 	if initramfs {
 		fmt.Fprintf(&join, "mount -t tmpfs -o mode=0755,size=64m boot %s/boot\n", n.root)
+		for _, d := range n.bootDirs {
+			fmt.Fprintf(&join, "mkdir -p %s\n", filepath.Join(n.root, "boot", d))
+		}
+	}
+	// The node's /boot goes with its mount namespace: what it holds when the node stops is listed for the
+	// checks (bootAtStop).
+	afterStop := ""
+	if initramfs {
+		afterStop = fmt.Sprintf("  find %s/boot -mindepth 1 -printf '%%y %%P\\n' 2>/dev/null | sort >%s/boot-at-stop.txt || true\n", n.root, n.dir)
+	}
+	nspawnExtra := ""
+	if n.label != nil {
+		nspawnExtra = " --bind=" + n.label.dev + ":/dev/disk/by-label/" + n.label.name
 	}
 	script := join.String() + fmt.Sprintf(`mkdir -p /run/systemd
 mount -t tmpfs tmpfs /run/systemd
@@ -376,11 +401,11 @@ while :; do
   left=$(( end - $(date +%%s) ))
   [ $left -gt 0 ] || exit 124
   rc=0
-  timeout --kill-after=15 $left systemd-nspawn --quiet --boot --directory=%[3]s --machine=%[4]s --register=no --keep-unit --console=pipe --capability=CAP_NET_ADMIN,CAP_SYSLOG --bind-ro=/dev/kmsg || rc=$?
-  [ $rc = 133 ] || exit $rc
+  timeout --kill-after=15 $left systemd-nspawn --quiet --boot --directory=%[3]s --machine=%[4]s --register=no --keep-unit --console=pipe --capability=CAP_NET_ADMIN,CAP_SYSLOG --bind-ro=/dev/kmsg%[5]s || rc=$?
+%[6]s  [ $rc = 133 ] || exit $rc
   echo "osm-e2e: the node rebooted after boot $boot" >&2
 done
-`, int(lifetime.Seconds()), n.dir, n.root, n.name)
+`, int(lifetime.Seconds()), n.dir, n.root, n.name, nspawnExtra, afterStop)
 	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "sh", "-euc", script)
 	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1", "SYSTEMD_NSPAWN_API_VFS_WRITABLE=1")
 	console, err := os.Create(n.console)
@@ -400,14 +425,18 @@ done
 	}()
 }
 
-// initramfsScript plays the initramfs of an image provisioned by Ignition (Fedora CoreOS, Flatcar), which runs
-// before the root file system boots. It takes the boot's number and, at the first boot or at a boot the node
-// flagged as a first boot (/boot/ignition.firstboot: Fedora CoreOS; /boot/flatcar/first_boot: Flatcar),
-// runs the real Ignition's fetch and files stages on the root file system with --platform=file, and removes
-// the flag as those images do once Ignition succeeded. The config is the one the node stored for a flagged
-// boot (Fedora CoreOS's user config /boot/ignition/config.ign, Flatcar's OEM config /oem/config.ign or
-// /usr/share/oem/config.ign), else the platform's user-data (<dir>/user-data.ign), which is what Ignition
-// would read.
+// initramfsScript plays the initramfs of an image provisioned by Ignition, which runs before the root file
+// system boots. It takes the boot's number and decides, from the shapes of ignitionShapes, whether the boot is
+// a first boot: the first boot always is, and so is a boot whose image shape's trigger is set (a flag file that
+// exists, or one that is missing where its directory exists). It then runs the real Ignition's fetch and files
+// stages on the root file system with --platform=file and, once they succeeded, clears the trigger as the image
+// would (removes the flag it found, creates the flag it missed). The config is the one the node stored where
+// the shape's initramfs reads one (a path of the root file system, or a path on the file system labelled
+// Label, read from labelDev with debugfs), else the platform's user-data (<dir>/user-data.ign), which is what
+// Ignition would read.
+//
+// The labelled file system is read with debugfs, in user space, rather than mounted on the host: the node
+// wrote it, and the host's kernel parses no file system a node controls.
 //
 // systemd applies the presets Ignition writes (Ignition does not enable units) only at a boot without an
 // initialised /etc/machine-id. The script stands in for that: at such a boot (the first, or one after the
@@ -416,27 +445,70 @@ done
 // such as systemd-networkd stay off the host's network, which the node shares. At any other boot nothing
 // applies them: the units of a second Ignition run stay disabled unless the plugin's handoff answers for
 // them (sdk/SPEC.md §9.3).
-func initramfsScript(root, dir string) string {
+func initramfsScript(root, dir, labelDev string) string {
+	var shapes strings.Builder
+	for _, s := range ignitionShapes {
+		label := s.Label
+		if label == "" {
+			label = "-"
+		}
+		kind := "touch"
+		if s.Remove {
+			kind = "remove"
+		}
+		fmt.Fprintf(&shapes, "%s %s %s %s %s\n", s.Name, kind, s.Flag, label, strings.Join(s.Stored, " "))
+	}
 	return `#!/bin/sh
 # The initramfs of an Ignition image, played by OSM's node e2e harness (host/e2e/node_test.go).
 set -eu
 root=` + root + `
 dir=` + dir + `
+labeldev=` + labelDev + `
 boot=$1
 log() { echo "initramfs (boot $boot): $*" >>$dir/initramfs.log; }
-flag=
-for f in /boot/ignition.firstboot /boot/flatcar/first_boot; do
-  if [ -e $root$f ]; then flag=$root$f; fi
-done
-cfg=
-if [ "$boot" != 1 ] && [ -z "$flag" ]; then
-  log "no first-boot flag: Ignition does not run"
+# One image shape a line (ignitionShapes): name; trigger (touch: Ignition runs while the flag exists; remove:
+# while it is missing where its directory exists); flag; label of the file system the stored config is on
+# (- for the root file system); where the stored config is.
+shapes='` + shapes.String() + `'
+shape= kind= flag= label= stored=
+while read -r n k f l s; do
+  [ -n "$n" ] || continue
+  case $k in
+  touch) [ -e $root$f ] || continue ;;
+  remove) { [ -d $root$(dirname $f) ] && [ ! -e $root$f ]; } || continue ;;
+  esac
+  shape=$n kind=$k flag=$f label=$l stored=$s
+done <<OSM_SHAPES
+$shapes
+OSM_SHAPES
+if [ "$boot" != 1 ] && [ -z "$shape" ]; then
+  log "no first-boot trigger: Ignition does not run"
 else
-  for c in /boot/ignition/config.ign /oem/config.ign /usr/share/oem/config.ign; do
-    if [ -z "$cfg" ] && [ -f $root$c ]; then cfg=$root$c; fi
+  cfg= src=
+  if [ -z "$shape" ]; then
+    # The first boot of an image of no shape a trigger recognises: a config stored on its root file system.
+    stored=$(printf '%s' "$shapes" | awk '$4 == "-" { for (i = 5; i <= NF; i++) print $i }')
+    label=-
+  fi
+  for c in $stored; do
+    [ -z "$cfg" ] || break
+    if [ "$label" = - ]; then
+      if [ -f $root$c ]; then cfg=$root$c src=$c; fi
+    elif [ -n "$labeldev" ]; then
+      out=$dir/ignition-label-boot-$boot.ign
+      rm -f $out
+      debugfs -R "dump /$c $out" $labeldev >>$dir/initramfs.log 2>&1 || true
+      if [ -s $out ]; then cfg=$out src=LABEL=$label:/$c; fi
+    else
+      log "no file system labelled $label: a config stored there cannot be read"
+    fi
   done
-  if [ -z "$cfg" ]; then cfg=$dir/user-data.ign; fi
-  log "Ignition applies $cfg (first-boot flag: ${flag:-none})"
+  if [ -n "$cfg" ]; then
+    log "Ignition applies the stored $src (image shape ${shape:-none}; first boot: ${kind:-boot 1} ${flag:-})"
+  else
+    cfg=$dir/user-data.ign
+    log "Ignition applies the platform's user-data $cfg (image shape ${shape:-none}; first boot: ${kind:-boot 1} ${flag:-})"
+  fi
   state=$dir/ignition-boot-$boot
   mkdir -p $state
   for stage in fetch files; do
@@ -446,7 +518,10 @@ else
     fi
   done
   log "Ignition's fetch and files stages succeeded ($state/ignition.log)"
-  if [ -n "$flag" ]; then rm -f $flag; fi
+  case $kind in
+  touch) rm -f $root$flag; log "removed the first-boot flag $flag" ;;
+  remove) touch $root$flag; log "created $flag: later boots are not first boots" ;;
+  esac
 fi
 id=$(cat $root/etc/machine-id 2>/dev/null || true)
 if [ "$boot" = 1 ] || [ -z "$id" ] || [ "$id" = uninitialized ]; then
@@ -462,6 +537,64 @@ if [ "$boot" = 1 ] || [ -z "$id" ] || [ "$id" = uninitialized ]; then
   tr -d '-' </proc/sys/kernel/random/uuid >$root/etc/machine-id
 fi
 `
+}
+
+// ignitionShape is how an Ignition image's boot loader and initramfs make a first boot and where they read a
+// config the node stored for it, as the harness plays them (initramfsScript). It is the image's side of the
+// handoff, written from the images' documentation and independent of the SDK's description of the same
+// shapes (node.IgnitionBoot), so that a conformance run checks a plugin against the image, not against
+// itself.
+type ignitionShape struct {
+	Name string
+	// Flag is the first-boot flag: Ignition runs while it exists and the image removes it after (Remove
+	// false), or while it is missing and the image creates it after (Remove true). An image of a Remove shape
+	// is recognised by the flag's directory in its /boot.
+	Flag   string
+	Remove bool
+	// Label is the label of the file system the image's initramfs reads Stored from; empty: the root file
+	// system. The harness gives a node of a recognised shape with a label such a file system (labelDevice).
+	Label string
+	// Stored are where the initramfs reads a config the node stored; the first one found wins.
+	Stored []string
+}
+
+// ignitionShapes are the Ignition images the harness plays; on a boot where several triggers are set, the last
+// one listed wins.
+var ignitionShapes = []ignitionShape{
+	// Fedora CoreOS: GRUB runs Ignition while /boot/ignition.firstboot exists; the initramfs copies
+	// /boot/ignition/config.ign to Ignition's user config, which Ignition prefers to the platform's.
+	{Name: "fedora-coreos", Flag: "/boot/ignition.firstboot", Stored: []string{"/boot/ignition/config.ign"}},
+	// Flatcar: /boot/flatcar/first_boot; the OEM config (/oem since 2023, /usr/share/oem before).
+	{Name: "flatcar", Flag: "/boot/flatcar/first_boot", Stored: []string{"/oem/config.ign", "/usr/share/oem/config.ign"}},
+	// openSUSE MicroOS and SLE Micro: GRUB runs Ignition while /boot/writable/firstboot_happened is missing
+	// (the image creates it after a first boot); ignition-setup-user takes ignition/config.ign from the file
+	// system labelled "ignition" in preference to the platform's user-data.
+	{Name: "microos", Flag: "/boot/writable/firstboot_happened", Remove: true, Label: "ignition", Stored: []string{"ignition/config.ign"}},
+}
+
+// imageShape records the directories of the image's /boot, which the node's own /boot file system starts
+// with (the image's /boot is hidden under it), and gives the node a labelled file system when the image is of
+// a shape that reads one.
+func (n *node) imageShape() {
+	t := n.t
+	boot := filepath.Join(n.root, "boot")
+	_ = filepath.WalkDir(boot, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && p != boot {
+			rel, _ := filepath.Rel(boot, p)
+			n.bootDirs = append(n.bootDirs, rel)
+		}
+		return nil
+	})
+	for _, s := range ignitionShapes {
+		if !s.Remove || s.Label == "" {
+			continue
+		}
+		if info, err := os.Stat(filepath.Join(n.root, filepath.Dir(s.Flag))); err == nil && info.IsDir() {
+			n.label = newLabelDevice(t, n.dir, s.Label)
+			t.Logf("node %s: a %s-shaped image (%s): the file system labelled %q is %s", n.name, s.Name, filepath.Dir(s.Flag), s.Label, n.label.dev)
+			return
+		}
+	}
 }
 
 // boots is how often the node has booted.
@@ -613,6 +746,11 @@ func (n *node) cleanup() {
 	n.restoreSysctls()
 	for _, cg := range n.cgroups {
 		removeCgroup(n.t, cg)
+	}
+	if n.label != nil {
+		if err := n.label.detach(); err != nil {
+			n.t.Errorf("node %s: the file system labelled %s: %v", n.name, n.label.name, err)
+		}
 	}
 	// The report, console log and journals stay in the artifacts; the rootfs (hundreds of MB) only when the
 	// test failed or OSM_E2E_KEEP is set.
