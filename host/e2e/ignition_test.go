@@ -188,13 +188,22 @@ func checkIgnitionResult(t testing.TB, cfg igntypes.Config, root string) {
 			}
 		}
 	}
+	passwd, _ := os.ReadFile(filepath.Join(root, "etc/passwd"))
 	for _, u := range cfg.Passwd.Users {
-		if passwd, err := os.ReadFile(filepath.Join(root, "etc/passwd")); err != nil || !strings.Contains(string(passwd), "\n"+u.Name+":") {
+		// The user's home from /etc/passwd: /home/<name> for the users Ignition creates, /root for root.
+		home := ""
+		for _, line := range strings.Split(string(passwd), "\n") {
+			if f := strings.Split(line, ":"); len(f) >= 7 && f[0] == u.Name {
+				home = f[5]
+			}
+		}
+		if home == "" {
 			t.Errorf("user %s: not in /etc/passwd", u.Name)
+			continue
 		}
 		// Ignition writes the keys to ~/.ssh/authorized_keys.d/ignition, which Flatcar's sshd reads (stock
 		// OpenSSH reads only authorized_keys).
-		ssh := filepath.Join(root, "home", u.Name, ".ssh")
+		ssh := filepath.Join(root, home, ".ssh")
 		var keys []byte
 		for _, f := range []string{"authorized_keys.d/ignition", "authorized_keys"} {
 			data, _ := os.ReadFile(filepath.Join(ssh, f))

@@ -497,7 +497,7 @@ else
     elif [ -n "$labeldev" ]; then
       out=$dir/ignition-label-boot-$boot.ign
       rm -f $out
-      debugfs -R "dump /$c $out" $labeldev >>$dir/initramfs.log 2>&1 || true
+      (umask 077; debugfs -R "dump /$c $out" $labeldev >>$dir/initramfs.log 2>&1) || true
       if [ -s $out ]; then cfg=$out src=LABEL=$label:/$c; fi
     else
       log "no file system labelled $label: a config stored there cannot be read"
@@ -518,6 +518,8 @@ else
     fi
   done
   log "Ignition's fetch and files stages succeeded ($state/ignition.log)"
+  # The copy of a stored config holds credentials: it stays no longer than Ignition needs it.
+  case $cfg in $dir/ignition-label-*) rm -f $cfg ;; esac
   case $kind in
   touch) rm -f $root$flag; log "removed the first-boot flag $flag" ;;
   remove) touch $root$flag; log "created $flag: later boots are not first boots" ;;
