@@ -58,7 +58,8 @@ import (
 //
 // TestNodes runs the same conformance run on the plugins `osmctl plugin init` scaffolds: ScaffoldedPluginJoins
 // (apt family, the Debian image) and ScaffoldedIgnitionPluginConforms (ignition family, Fedora CoreOS shape,
-// the Ignition-shaped image of hack/e2e-node/rootfs-ignition.sh).
+// the Ignition-shaped image of hack/e2e-node/rootfs-ignition.sh), and on sdk/examples/microos:
+// MicroOSPluginConforms (the MicroOS-shaped image of hack/e2e-node/rootfs-microos.sh).
 
 // conformanceRun is one node booted for the conformance report.
 type conformanceRun struct {

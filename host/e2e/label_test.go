@@ -20,13 +20,15 @@ import (
 // or by the next run's recoverStaleRun when this one was killed first (backing files are named
 // labelImagePrefix*).
 //
-// How the node gets it, and why that works on this host: systemd-nspawn binds the loop device's node to
-// /dev/disk/by-label/<label> in the container's /dev (--bind). The node's root may mount it because nspawn
-// keeps CAP_SYS_ADMIN and runs the container in the host's user namespace (no --private-users), so the
-// kernel's file system mount is allowed; and no device policy stands in the way, because nspawn applies its
-// DeviceAllow= list through the scope unit it registers, and the harness runs it with --register=no
-// --keep-unit in cgroups of its own, whose devices controller (cgroup v1, hybrid host) allows every device. A
-// host where the node's cgroup restricts devices would need the loop device's major:minor allowed there.
+// How the node gets it, and why that works on this host (tried with systemd 252 on a hybrid cgroup host):
+// systemd-nspawn binds the loop device's node to /dev/disk/by-label/<label> in the container's /dev (--bind;
+// nspawn gives the container no /dev/loop* of its own). The node's root may mount it because nspawn keeps
+// CAP_SYS_ADMIN and runs the container in the host's user namespace (no --private-users), where the kernel
+// lets it mount a block device. No device policy stands in the way: nspawn's (DeviceAllow= on the scope unit
+// it registers) is not set up with --register=no --keep-unit, the node's cgroup v2 has no device program
+// attached, and in the cgroup v1 devices hierarchy the node stays in the harness's cgroup, which allows every
+// device. A host whose cgroups restrict devices would need the loop device's major:minor allowed for the
+// node.
 type labelDevice struct {
 	name  string // the label
 	image string // the backing file

@@ -366,7 +366,9 @@ func (n *node) write(path, content string, mode os.FileMode) {
 // start runs nspawn in a private mount namespace (with a tmpfs on /run/systemd, because the host's /run is on
 // disk and not managed by systemd) inside cgroups of the node's own. A reboot of the node (nspawn's exit status
 // 133) boots it again, within the same lifetime; with initramfs, the node's directory holds an initramfs script
-// that runs before every boot, and /boot is a tmpfs of the node's own that its reboots keep.
+// that runs before every boot, and /boot is a tmpfs of the node's own that its reboots keep (with the
+// directories of the image's /boot); a node with a labelled file system (labelDevice) finds it at
+// /dev/disk/by-label/<label>.
 func (n *node) start(lifetime time.Duration, initramfs bool) {
 	t := n.t
 	n.cgroups = nodeCgroups(t, filepath.Base(n.dir))
@@ -380,8 +382,8 @@ func (n *node) start(lifetime time.Duration, initramfs bool) {
 			fmt.Fprintf(&join, "mkdir -p %s\n", filepath.Join(n.root, "boot", d))
 		}
 	}
-	// The node's /boot goes with its mount namespace: what it holds when the node stops is listed for the
-	// checks (bootAtStop).
+	// The node's /boot goes with its mount namespace: what it holds whenever the node stops is listed in
+	// <dir>/boot-at-stop.txt for the checks.
 	afterStop := ""
 	if initramfs {
 		afterStop = fmt.Sprintf("  find %s/boot -mindepth 1 -printf '%%y %%P\\n' 2>/dev/null | sort >%s/boot-at-stop.txt || true\n", n.root, n.dir)
