@@ -66,7 +66,7 @@ func newLabelDevice(t *testing.T, dir, label string) *labelDevice {
 func (l *labelDevice) detach() error {
 	var errs []error
 	if out, err := exec.Command("losetup", "--detach", l.dev).CombinedOutput(); err != nil {
-		errs = append(errs, fmt.Errorf("losetup --detach %s: %v %s", l.dev, err, out))
+		errs = append(errs, fmt.Errorf("losetup --detach %s: %w %s", l.dev, err, out))
 	}
 	if err := os.Remove(l.image); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, err)
@@ -81,7 +81,7 @@ func (l *labelDevice) entries(dir string) (names []string, exists bool, err erro
 	cmd := exec.Command("debugfs", "-R", "ls -p "+dir, l.dev)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return nil, false, fmt.Errorf("debugfs ls %s: %v %s", dir, err, stderr.String())
+		return nil, false, fmt.Errorf("debugfs ls %s: %w %s", dir, err, stderr.String())
 	}
 	if strings.Contains(stderr.String(), "File not found") {
 		return nil, false, nil
