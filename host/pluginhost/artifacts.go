@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/osmhq/osm/sdk/runtime"
 )
 
 // Artifacts maps each file of a compilation cache that a host reads code from (wazero's machine code, the
@@ -37,14 +39,14 @@ func artifactPath(rel string) bool {
 // hashArtifacts returns the artifacts under dir. A symbolic link (a seeded cache's entries: SeedCache) is
 // hashed as the file it names, which is what wazero reads.
 func hashArtifacts(dir string) (Artifacts, error) {
-	return hashArtifactsStamped(dir, nil)
+	return hashWalked(walkArtifacts, dir, nil)
 }
 
-// hashArtifactsStamped is hashArtifacts, but a file whose stamp is still the one in stamps is not read
+// hashWalked hashes the files walk finds under dir. A file whose stamp is still the one in stamps is not read
 // again: it has the digest recorded with the stamp.
-func hashArtifactsStamped(dir string, stamps Stamps) (Artifacts, error) {
+func hashWalked(walk func(string, func(rel, path string) error) error, dir string, stamps Stamps) (Artifacts, error) {
 	arts := Artifacts{}
-	err := walkArtifacts(dir, func(rel, path string) error {
+	err := walk(dir, func(rel, path string) error {
 		if st, ok := stamps[rel]; ok {
 			if now, err := stampOf(path); err == nil && now.same(st) {
 				arts[rel] = st.Digest
@@ -63,6 +65,12 @@ func hashArtifactsStamped(dir string, stamps Stamps) (Artifacts, error) {
 
 // walkArtifacts calls fn with each artifact under dir.
 func walkArtifacts(dir string, fn func(rel, path string) error) error {
+	return walkFiles(dir, artifactPath, fn)
+}
+
+// walkFiles calls fn with each file under dir (and each symbolic link: SeedCache's entries) whose
+// slash-separated path relative to dir keep accepts; a directory is entered when keep accepts a file in it.
+func walkFiles(dir string, keep func(rel string) bool, fn func(rel, path string) error) error {
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == dir {
@@ -76,12 +84,12 @@ func walkArtifacts(dir string, fn func(rel, path string) error) error {
 		}
 		rel = filepath.ToSlash(rel)
 		if d.IsDir() {
-			if top, _, _ := strings.Cut(rel, "/"); rel != "." && !artifactPath(top+"/x") {
+			if rel != "." && !keep(rel+"/x") {
 				return fs.SkipDir
 			}
 			return nil
 		}
-		if !artifactPath(rel) {
+		if !keep(rel) {
 			return nil
 		}
 		return fn(rel, path)
@@ -115,11 +123,27 @@ func stampOf(path string) (Stamp, error) {
 	return Stamp{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, nil //nolint:unconvert // Dev is not uint64 on every architecture
 }
 
+// walkCode calls fn with each artifact under dir that this build's hosts read code from (runtime.CodeDirs):
+// another build's entries beside them (another wazero version or architecture: the precompiled cache holds the
+// release build's and the test binaries') are never opened by a host here, so they need no check.
+func walkCode(dir string, fn func(rel, path string) error) error {
+	for _, sub := range runtime.CodeDirs() {
+		all := func(string) bool { return true }
+		err := walkFiles(filepath.Join(dir, filepath.FromSlash(sub)), all, func(rel, path string) error {
+			return fn(sub+"/"+rel, path)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // stampArtifacts hashes the artifacts under dir and returns the stamps of those that have the digest want
 // records and did not change while they were hashed (the same stamp before and after).
 func stampArtifacts(dir string, want Artifacts) Stamps {
 	stamps := Stamps{}
-	_ = walkArtifacts(dir, func(rel, path string) error {
+	_ = walkCode(dir, func(rel, path string) error {
 		before, err := stampOf(path)
 		if err != nil {
 			return nil
@@ -153,11 +177,11 @@ func hashFile(path string) (string, error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// verifyArtifacts checks that every artifact under dir is one of want, with the digest recorded for it. A
+// verifyArtifacts checks that every artifact under dir that this build reads code from (walkCode) is one of want, with the digest recorded for it. A
 // recorded file that is missing is no mismatch: the host compiles that module in its own memory, from bytes
 // whose digest it checked. The error names the first mismatched files.
 func verifyArtifacts(dir string, want Artifacts, stamps Stamps) error {
-	got, err := hashArtifactsStamped(dir, stamps)
+	got, err := hashWalked(walkCode, dir, stamps)
 	if err != nil {
 		return fmt.Errorf("reading the compilation cache %s: %w", dir, err)
 	}

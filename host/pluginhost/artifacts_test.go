@@ -10,6 +10,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/osmhq/osm/sdk/runtime"
+)
+
+// The directories this build's hosts read code from (runtime.CodeDirs): what a host checks.
+var (
+	wzDir   = runtime.CodeDirs()[0]
+	snapDir = runtime.CodeDirs()[2]
 )
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
@@ -28,8 +36,8 @@ func writeFiles(t *testing.T, dir string, files map[string]string) {
 // TestVerifyArtifacts: a cache passes when every file a host reads code from has the digest recorded for it.
 func TestVerifyArtifacts(t *testing.T) {
 	compiled := map[string]string{
-		"wazero-v1-amd64-linux/aaaa": "A's code", "wazero-v1-amd64-linux/kernel": "kernel",
-		"osm-snapshots/v1/a.wasm": "snapshot", "stamp": "build", "osm-compiled/v1/marker": "",
+		wzDir + "/aaaa": "A's code", wzDir + "/kernel": "kernel",
+		snapDir + "/a.wasm": "snapshot", "stamp": "build", "osm-compiled/v1/marker": "",
 	}
 	for _, tt := range []struct {
 		name     string
@@ -38,10 +46,10 @@ func TestVerifyArtifacts(t *testing.T) {
 	}{
 		{"unchanged", func(*testing.T, string) {}, ""},
 		{"code replaced", func(t *testing.T, dir string) {
-			writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "B's code"})
-		}, "wazero-v1-amd64-linux/aaaa (digest"},
+			writeFiles(t, dir, map[string]string{wzDir + "/aaaa": "B's code"})
+		}, wzDir + "/aaaa (digest"},
 		{"code rewritten in place, its modification time set back", func(t *testing.T, dir string) {
-			p := filepath.Join(dir, "wazero-v1-amd64-linux/aaaa")
+			p := filepath.Join(dir, wzDir+"/aaaa")
 			fi, err := os.Stat(p)
 			if err != nil {
 				t.Fatal(err)
@@ -57,17 +65,20 @@ func TestVerifyArtifacts(t *testing.T) {
 			if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
 				t.Fatal(err)
 			}
-		}, "wazero-v1-amd64-linux/aaaa (digest"},
+		}, wzDir + "/aaaa (digest"},
 		{"snapshot replaced", func(t *testing.T, dir string) {
-			writeFiles(t, dir, map[string]string{"osm-snapshots/v1/a.wasm": "other"})
-		}, "osm-snapshots/v1/a.wasm (digest"},
+			writeFiles(t, dir, map[string]string{snapDir + "/a.wasm": "other"})
+		}, snapDir + "/a.wasm (digest"},
 		{"entry added", func(t *testing.T, dir string) {
-			writeFiles(t, dir, map[string]string{"nointerrupt/wazero-v1-amd64-linux/bbbb": "B's code"})
-		}, "nointerrupt/wazero-v1-amd64-linux/bbbb (not recorded)"},
+			writeFiles(t, dir, map[string]string{"nointerrupt/" + wzDir + "/bbbb": "B's code"})
+		}, "nointerrupt/" + wzDir + "/bbbb (not recorded)"},
 		{"entry removed: compiled in memory", func(t *testing.T, dir string) {
-			if err := os.Remove(filepath.Join(dir, "wazero-v1-amd64-linux/aaaa")); err != nil {
+			if err := os.Remove(filepath.Join(dir, wzDir+"/aaaa")); err != nil {
 				t.Fatal(err)
 			}
+		}, ""},
+		{"another build's code, which no host here opens", func(t *testing.T, dir string) {
+			writeFiles(t, dir, map[string]string{"wazero-v0.0.1-amd64-linux/cccc": "C's code", "osm-snapshots/v0.0.1/c.wasm": "C"})
 		}, ""},
 		{"files no host reads code from", func(t *testing.T, dir string) {
 			writeFiles(t, dir, map[string]string{"stamp": "other", "osm-compiled/v1/marker": "x", "tenants/bbbb/wazero-v1-amd64-linux/x": "y"})
@@ -75,14 +86,14 @@ func TestVerifyArtifacts(t *testing.T) {
 		{"entry replaced by a link to other code", func(t *testing.T, dir string) {
 			other := filepath.Join(t.TempDir(), "b")
 			writeFiles(t, filepath.Dir(other), map[string]string{"b": "B's code"})
-			p := filepath.Join(dir, "wazero-v1-amd64-linux/aaaa")
+			p := filepath.Join(dir, wzDir+"/aaaa")
 			if err := os.Remove(p); err != nil {
 				t.Fatal(err)
 			}
 			if err := os.Symlink(other, p); err != nil {
 				t.Fatal(err)
 			}
-		}, "wazero-v1-amd64-linux/aaaa (digest"},
+		}, wzDir + "/aaaa (digest"},
 	} {
 		// Each case twice: hashing every file, and with the supervisor's stamps taken before the change
 		// (Stamp): a stamped file that changed is hashed again, so the verdicts are the same.
@@ -121,24 +132,24 @@ func TestVerifyArtifacts(t *testing.T) {
 // written, its stamp no longer matches and it is hashed.
 func TestStampsSpareTheHash(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "A's code"})
+	writeFiles(t, dir, map[string]string{wzDir + "/aaaa": "A's code"})
 	arts, err := hashArtifacts(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stamps := stampArtifacts(dir, arts)
-	st := stamps["wazero-v1-amd64-linux/aaaa"]
+	st := stamps[wzDir+"/aaaa"]
 	st.Digest = "sha256:0000"
-	stamps["wazero-v1-amd64-linux/aaaa"] = st
+	stamps[wzDir+"/aaaa"] = st
 	if err := verifyArtifacts(dir, arts, stamps); err == nil || !strings.Contains(err.Error(), "sha256:0000") {
 		t.Errorf("verify with a stamp's digest of its own: %v, want the stamp's digest taken", err)
 	}
-	writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "A's code"})
+	writeFiles(t, dir, map[string]string{wzDir + "/aaaa": "A's code"})
 	if err := verifyArtifacts(dir, arts, stamps); err != nil {
 		t.Errorf("verify after the file was written: %v, want it hashed (and as recorded)", err)
 	}
 	// Nothing is stamped that does not have the recorded digest.
-	if got := stampArtifacts(dir, Artifacts{"wazero-v1-amd64-linux/aaaa": "sha256:0000"}); len(got) != 0 {
+	if got := stampArtifacts(dir, Artifacts{wzDir + "/aaaa": "sha256:0000"}); len(got) != 0 {
 		t.Errorf("stamped %v against another digest, want nothing", got)
 	}
 }
@@ -147,12 +158,12 @@ func TestStampsSpareTheHash(t *testing.T) {
 // it reads any module, with exitTampered, and says why; it never tells the supervisor it is ready.
 func TestAHostRefusesChangedCode(t *testing.T) {
 	dir := t.TempDir()
-	writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "A's code"})
+	writeFiles(t, dir, map[string]string{wzDir + "/aaaa": "A's code"})
 	arts, err := hashArtifacts(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFiles(t, dir, map[string]string{"wazero-v1-amd64-linux/aaaa": "B's code"})
+	writeFiles(t, dir, map[string]string{wzDir + "/aaaa": "B's code"})
 	cfg, err := json.Marshal(HostConfig{CacheDir: dir, ReadOnlyCache: true, Artifacts: arts, Role: roleTenant, Landlock: true})
 	if err != nil {
 		t.Fatal(err)
@@ -173,7 +184,7 @@ func TestAHostRefusesChangedCode(t *testing.T) {
 	if stdout.Len() != 0 {
 		t.Errorf("the host wrote %d bytes to the supervisor (want none: not even ready)", stdout.Len())
 	}
-	if !strings.Contains(stderr.String(), tamperedPrefix) || !strings.Contains(stderr.String(), "wazero-v1-amd64-linux/aaaa") {
+	if !strings.Contains(stderr.String(), tamperedPrefix) || !strings.Contains(stderr.String(), wzDir+"/aaaa") {
 		t.Errorf("stderr %q: want the changed file named", stderr.String())
 	}
 }
