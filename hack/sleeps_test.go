@@ -1,0 +1,231 @@
+package hack
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// sleepSite is a function of a _test.go file that calls time.Sleep: the file's path from the repository's top
+// directory, with slashes, and the function's name (Type.Method for a method; a function literal counts as the
+// declaration it is written in).
+type sleepSite struct{ file, fn string }
+
+// allowedSleep says why a sleep stays and how many the function has, so a second one in an allowed function
+// fails as well.
+type allowedSleep struct {
+	n      int
+	reason string
+}
+
+// ownedByRegistries is the reason for the sleeps of host/plugin and host/pluginhost, which another branch
+// rewrites; the lead reconciles them at merge and prunes what that branch removed.
+const ownedByRegistries = "owned by the registries branch; lead reconciles at merge"
+
+// allowedSleeps are the only functions of a _test.go file that may call time.Sleep: the polling helpers (a
+// wait for a condition lives in them, nowhere else) and sleeps that are the behaviour under test or a
+// measurement's sampling interval, never a wait for another goroutine to have probably done something.
+var allowedSleeps = map[sleepSite]allowedSleep{
+	// Polling helpers: the one place a wait for a condition sleeps.
+	{"host/testenv/local_test.go", "-"}: {0, ""},
+}
+
+// TestNoSleepsOrderTests: no _test.go file of the repository calls time.Sleep outside allowedSleeps. A test
+// that waits for another goroutine waits for its signal (a channel, a hook, its completion) or polls a
+// condition through a helper; a sleep that "probably" is long enough passes on a fast machine and flakes on a
+// loaded one. An allowed function that no longer sleeps fails too, so the table stays the list of sleeps.
+func TestNoSleepsOrderTests(t *testing.T) {
+	for _, problem := range checkSleeps(t, "..", allowedSleeps) {
+		t.Error(problem)
+	}
+}
+
+// TestSleepCheckFindsSleeps runs the check on a fixture tree: a sleep added to a new function, a second sleep
+// in an allowed function and a sleep through a renamed import fail; an allowed sleep, a method's, and a
+// Sleep of something other than package time pass; an allowed function without its sleep is reported stale.
+func TestSleepCheckFindsSleeps(t *testing.T) {
+	root := t.TempDir()
+	write := func(path, src string) {
+		t.Helper()
+		full := filepath.Join(root, path)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a/a_test.go", `package a
+
+import "time"
+
+type clock struct{}
+
+func (clock) Sleep(time.Duration) {}
+
+func poll() { time.Sleep(time.Millisecond) }
+
+func TestTwice(t *testing.T) {
+	go func() { time.Sleep(time.Second) }()
+	time.Sleep(time.Second)
+}
+
+func (f *fixture) wait() { time.Sleep(1) }
+
+func TestOtherSleep(t *testing.T) { clock{}.Sleep(time.Second) }
+`)
+	write("b/b_test.go", `package b
+
+import tm "time"
+
+func TestRenamed(t *testing.T) { tm.Sleep(tm.Second) }
+`)
+	write("b/b.go", `package b
+
+import "time"
+
+func notATest() { time.Sleep(1) }
+`)
+	write("c/testdata/c_test.go", `package c
+
+import "time"
+
+func TestFixture() { time.Sleep(1) }
+`)
+	allow := map[sleepSite]allowedSleep{
+		{"a/a_test.go", "poll"}:         {1, "polling helper"},
+		{"a/a_test.go", "TestTwice"}:    {1, "one of its two"},
+		{"a/a_test.go", "fixture.wait"}: {1, "a method"},
+		{"a/a_test.go", "gone"}:         {1, "no longer sleeps"},
+	}
+	got := checkSleeps(t, root, allow)
+	want := []string{
+		"a/a_test.go: TestTwice calls time.Sleep 2 times, 1 allowed (one of its two)",
+		"a/a_test.go: gone is allowed 1 sleeps (no longer sleeps) and has 0: update allowedSleeps",
+		"b/b_test.go:5: TestRenamed calls time.Sleep: wait for a signal or poll a condition through a helper, or list it in allowedSleeps with the reason it is not ordering",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// checkSleeps parses every _test.go file under root (testdata and dot directories aside) and returns, sorted,
+// a problem for each function that calls time.Sleep more often than allow says, and for each allowed function
+// that calls it less often.
+func checkSleeps(t *testing.T, root string, allow map[sleepSite]allowedSleep) []string {
+	t.Helper()
+	found := map[sleepSite][]token.Position{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != root && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		for fn, positions := range sleepsIn(fset, f) {
+			site := sleepSite{filepath.ToSlash(rel), fn}
+			found[site] = append(found[site], positions...)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var problems []string
+	for site, positions := range found {
+		a, ok := allow[site]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s:%d: %s calls time.Sleep: wait for a signal or poll a condition through a helper, or list it in allowedSleeps with the reason it is not ordering",
+				site.file, positions[0].Line, site.fn))
+		case len(positions) > a.n:
+			problems = append(problems, fmt.Sprintf("%s: %s calls time.Sleep %d times, %d allowed (%s)", site.file, site.fn, len(positions), a.n, a.reason))
+		}
+	}
+	for site, a := range allow {
+		if n := len(found[site]); n < a.n {
+			problems = append(problems, fmt.Sprintf("%s: %s is allowed %d sleeps (%s) and has %d: update allowedSleeps", site.file, site.fn, a.n, a.reason, n))
+		}
+	}
+	sort.Strings(problems)
+	return problems
+}
+
+// sleepsIn returns the positions of every reference to time.Sleep in f, by the top-level function they are
+// written in ("Type.Method" for methods, "var" outside any function).
+func sleepsIn(fset *token.FileSet, f *ast.File) map[string][]token.Position {
+	timeName := ""
+	for _, imp := range f.Imports {
+		if p, _ := strconv.Unquote(imp.Path.Value); p == "time" {
+			timeName = "time"
+			if imp.Name != nil {
+				timeName = imp.Name.Name
+			}
+		}
+	}
+	if timeName == "" || timeName == "_" {
+		return nil
+	}
+	sleeps := map[string][]token.Position{}
+	for _, decl := range f.Decls {
+		name := "var"
+		if fd, ok := decl.(*ast.FuncDecl); ok {
+			name = funcName(fd)
+		}
+		ast.Inspect(decl, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok || sel.Sel.Name != "Sleep" {
+				return true
+			}
+			if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName {
+				sleeps[name] = append(sleeps[name], fset.Position(sel.Pos()))
+			}
+			return true
+		})
+	}
+	return sleeps
+}
+
+// funcName is fd's name, with its receiver's type for a method.
+func funcName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return fd.Name.Name
+	}
+	typ := fd.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	switch x := typ.(type) {
+	case *ast.IndexExpr: // a generic type's method
+		typ = x.X
+	case *ast.IndexListExpr:
+		typ = x.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name + "." + fd.Name.Name
+	}
+	return fd.Name.Name
+}
