@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,13 +98,13 @@ func start(t *testing.T, maxConcurrent int, profilePolicy string) *fixture {
 	if err := r.SetupWithManager(mgr, mgr, f.reg); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.countRolling(ctx, mgr); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	sampled := make(chan struct{})
-	go f.sample(sampled)
 	t.Cleanup(func() {
 		cancel()
-		<-sampled
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)
 		}
@@ -111,25 +112,42 @@ func start(t *testing.T, maxConcurrent int, profilePolicy string) *fixture {
 	return f
 }
 
-// sample counts, every 50 ms, the MachineDeployments rolling at once: OSM's rollout annotation in the template
-// and machine-controller's status not complete.
-func (f *fixture) sample(done chan struct{}) {
-	defer close(done)
-	for f.ctx.Err() == nil {
-		list := &clusterv1alpha1.MachineDeploymentList{}
-		if err := f.c.List(f.ctx, list, client.InNamespace(workerNS)); err == nil {
-			n := 0
-			for i := range list.Items {
-				if list.Items[i].Spec.Template.Annotations[rollout.AnnotationRollout] != "" && !rollout.Finished(&list.Items[i]) {
-					n++
-				}
-			}
-			f.mu.Lock()
-			f.maxRolling = max(f.maxRolling, n)
-			f.mu.Unlock()
-		}
-		time.Sleep(50 * time.Millisecond)
+// countRolling counts, at every change of a MachineDeployment the manager's cache sees, the MachineDeployments
+// rolling at once: OSM's rollout annotation in the template and machine-controller's status not complete. The
+// count follows each MachineDeployment's own events in order, so no state in between is missed.
+func (f *fixture) countRolling(ctx context.Context, mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(ctx, &clusterv1alpha1.MachineDeployment{})
+	if err != nil {
+		return err
 	}
+	rolling := map[string]bool{}
+	set := func(obj any, deleted bool) {
+		md, ok := obj.(*clusterv1alpha1.MachineDeployment)
+		if !ok || md.Namespace != workerNS {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		rolling[md.Name] = !deleted && md.Spec.Template.Annotations[rollout.AnnotationRollout] != "" && !rollout.Finished(md)
+		n := 0
+		for _, r := range rolling {
+			if r {
+				n++
+			}
+		}
+		f.maxRolling = max(f.maxRolling, n)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { set(obj, false) },
+		UpdateFunc: func(_, obj any) { set(obj, false) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			set(obj, true)
+		},
+	})
+	return err
 }
 
 func (f *fixture) rollingAtMost() int {
