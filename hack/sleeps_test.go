@@ -34,8 +34,42 @@ const ownedByRegistries = "owned by the registries branch; lead reconciles at me
 // wait for a condition lives in them, nowhere else) and sleeps that are the behaviour under test or a
 // measurement's sampling interval, never a wait for another goroutine to have probably done something.
 var allowedSleeps = map[sleepSite]allowedSleep{
-	// Polling helpers: the one place a wait for a condition sleeps.
-	{"host/testenv/local_test.go", "-"}: {0, ""},
+	// Polling helpers: a wait for a condition, bounded, that sleeps between looks.
+	{"sdk/runtime/hostile_test.go", "waitForGoroutines"}:           {1, "polling helper: the goroutines a test started end (the sdk module cannot import host/testenv)"},
+	{"host/e2e/node_test.go", "node.waitUntil"}:                    {1, "node e2e polling helper: a booted node's units reach a state"},
+	{"host/e2e/nodereport_test.go", "phaseRecorder.waitFor"}:       {1, "node e2e polling helper: a machine reports a bootstrap phase"},
+	{"host/e2e/cluster_test.go", "cluster.userData"}:               {1, "node e2e polling helper: the user-data Secrets are written (its failure shows the OSC's status)"},
+	{"host/e2e/main_test.go", "recoverStaleRun"}:                   {1, "node e2e cleanup: a killed cgroup empties, at most 5 s"},
+	{"host/e2e/node_test.go", "removeCgroup"}:                      {1, "node e2e cleanup: a killed cgroup empties, at most 5 s"},
+	{"host/e2e/machinecontroller/harness_test.go", "registerNode"}: {1, "retry of a status update that met a conflict"},
+	{"host/app/bench_cluster_test.go", "watchBootstrapSecrets"}:    {1, "benchmark: backs off before re-opening a watch the API server refused"},
+	{"host/app/throughput_bench_test.go", "settleWrites"}:          {1, "benchmark: polls the API server's write count until it stops growing"},
+
+	// The sleep is what the test measures or exercises.
+	{"host/render/budget_test.go", "peakHeap"}:                                            {1, "the sampling interval of a heap probe running beside the render it measures"},
+	{"sdk/runtime/unload_test.go", "TestUnloadedModulesFreeTheirCompiledCode"}:            {1, "spaces the heap samples whose least value is the measurement"},
+	{"host/controllers/osc/await_integration_test.go", "laggingBody.Read"}:                {1, "the behaviour under test: watch events that reach the informer cache late"},
+	{"host/app/refusedwrite_integration_test.go", "TestRefusedWriteBacksOffAndIsVisible"}: {1, "the behaviour under test: the reconciles over a refusal window, bounded by the backoff at every second of it"},
+	{"host/app/throughput_bench_test.go", "runBench"}:                                     {1, "benchmark: the idle window whose writes it reports"},
+
+	// Absence windows: the test asserts that nothing happens in them (no write, no rollout). A window too
+	// short for the controller to act only lets a bug pass; it never fails a correct controller.
+	{"host/app/writes_integration_test.go", "TestAPIWritesPerMachineDeployment"}:                 {2, "absence windows: nothing written before a revision, nothing written while idle"},
+	{"host/app/lifecycle_integration_test.go", "TestRestartConverges"}:                           {1, "absence window: a controller with nothing to do writes nothing"},
+	{"host/app/extension_integration_test.go", "TestProfileExtensions"}:                          {1, "absence window: no user-data Secret is written again"},
+	{"host/app/rollout_integration_test.go", "TestDriftAndRollout"}:                              {2, "absence windows: no further rollout starts"},
+	{"host/controllers/rollout/rollout_integration_test.go", "TestRolloutQueue"}:                 {3, "absence windows: no rollout starts"},
+	{"host/controllers/rollout/rollout_integration_test.go", "TestRolloutWindowRenderAndPolicy"}: {4, "absence windows: no rollout starts, a rolling one keeps rolling"},
+	{"host/e2e/machinecontroller/rollout_test.go", "TestRolloutWithMachineController"}:           {1, "absence window: no further rollout starts"},
+
+	// host/plugin and host/pluginhost.
+	{"host/plugin/lazy_test.go", "waitFor"}:                                          {1, ownedByRegistries},
+	{"host/pluginhost/compile_bench_test.go", "BenchmarkTenantStart"}:                {2, ownedByRegistries},
+	{"host/pluginhost/supervisor_test.go", "TestDeadlinesCountCPUTime"}:              {1, ownedByRegistries},
+	{"host/pluginhost/supervisor_test.go", "TestQuarantine"}:                         {1, ownedByRegistries},
+	{"host/pluginhost/supervisor_test.go", "waitFor"}:                                {1, ownedByRegistries},
+	{"host/pluginhost/supervisor_test.go", "TestAHostThatCannotStartBlamesNoModule"}: {1, ownedByRegistries},
+	{"host/pluginhost/supervisor_test.go", "TestAnIdleHostStops"}:                    {1, ownedByRegistries},
 }
 
 // TestNoSleepsOrderTests: no _test.go file of the repository calls time.Sleep outside allowedSleeps. A test
