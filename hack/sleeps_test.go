@@ -83,8 +83,9 @@ func TestNoSleepsOrderTests(t *testing.T) {
 }
 
 // TestSleepCheckFindsSleeps runs the check on a fixture tree: a sleep added to a new function, a second sleep
-// in an allowed function and a sleep through a renamed import fail; an allowed sleep, a method's, and a
-// Sleep of something other than package time pass; an allowed function without its sleep is reported stale.
+// in an allowed function, a sleep through a renamed or dot import and a bare wait for time.After fail; an
+// allowed sleep, a method's, a Sleep of something other than package time, a time.After in a select and a sleep
+// outside _test.go files or in testdata pass; an allowed function without its sleep is reported stale.
 func TestSleepCheckFindsSleeps(t *testing.T) {
 	root := t.TempDir()
 	write := func(path, src string) {
@@ -122,6 +123,28 @@ import tm "time"
 
 func TestRenamed(t *testing.T) { tm.Sleep(tm.Second) }
 `)
+	write("d/d_test.go", `package d
+
+import . "time"
+
+func TestDot(t *testing.T) { Sleep(Second) }
+
+func TestAfter(t *testing.T) {
+	<-After(Second)
+	select {
+	case <-After(Second):
+		Sleep(Second)
+	default:
+	}
+}
+
+func TestSelect(t *testing.T) {
+	select {
+	case <-After(Second):
+	default:
+	}
+}
+`)
 	write("b/b.go", `package b
 
 import "time"
@@ -139,12 +162,15 @@ func TestFixture() { time.Sleep(1) }
 		{"a/a_test.go", "TestTwice"}:    {1, "one of its two"},
 		{"a/a_test.go", "fixture.wait"}: {1, "a method"},
 		{"a/a_test.go", "gone"}:         {1, "no longer sleeps"},
+		{"d/d_test.go", "TestAfter"}:    {1, "its bare wait only"},
 	}
 	got := checkSleeps(t, root, allow)
 	want := []string{
 		"a/a_test.go: TestTwice calls time.Sleep 2 times, 1 allowed (one of its two)",
 		"a/a_test.go: gone is allowed 1 sleeps (no longer sleeps) and has 0: update allowedSleeps",
 		"b/b_test.go:5: TestRenamed calls time.Sleep: wait for a signal or poll a condition through a helper, or list it in allowedSleeps with the reason it is not ordering",
+		"d/d_test.go: TestAfter calls time.Sleep 2 times, 1 allowed (its bare wait only)",
+		"d/d_test.go:5: TestDot calls time.Sleep: wait for a signal or poll a condition through a helper, or list it in allowedSleeps with the reason it is not ordering",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -208,8 +234,9 @@ func checkSleeps(t *testing.T, root string, allow map[sleepSite]allowedSleep) []
 	return problems
 }
 
-// sleepsIn returns the positions of every reference to time.Sleep in f, by the top-level function they are
-// written in ("Type.Method" for methods, "var" outside any function).
+// sleepsIn returns the positions of every reference to time.Sleep in f, and of every statement that only
+// waits for a time.After (a sleep by another name), by the top-level function they are written in
+// ("Type.Method" for methods, "var" outside any function). A dot-imported time's Sleep counts too.
 func sleepsIn(fset *token.FileSet, f *ast.File) map[string][]token.Position {
 	timeName := ""
 	for _, imp := range f.Imports {
@@ -223,22 +250,45 @@ func sleepsIn(fset *token.FileSet, f *ast.File) map[string][]token.Position {
 	if timeName == "" || timeName == "_" {
 		return nil
 	}
+	// isTime reports whether e names the time package's function fn.
+	isTime := func(e ast.Expr, fn string) bool {
+		switch e := e.(type) {
+		case *ast.SelectorExpr:
+			x, ok := e.X.(*ast.Ident)
+			return ok && x.Name == timeName && e.Sel.Name == fn
+		case *ast.Ident:
+			return timeName == "." && e.Name == fn
+		}
+		return false
+	}
 	sleeps := map[string][]token.Position{}
 	for _, decl := range f.Decls {
 		name := "var"
 		if fd, ok := decl.(*ast.FuncDecl); ok {
 			name = funcName(fd)
 		}
-		ast.Inspect(decl, func(n ast.Node) bool {
-			sel, ok := n.(*ast.SelectorExpr)
-			if !ok || sel.Sel.Name != "Sleep" {
-				return true
-			}
-			if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName {
-				sleeps[name] = append(sleeps[name], fset.Position(sel.Pos()))
+		var inspect func(ast.Node) bool
+		inspect = func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CommClause: // a select's case waits for whichever comes first, not for the time alone
+				for _, stmt := range n.Body {
+					ast.Inspect(stmt, inspect)
+				}
+				return false
+			case *ast.SelectorExpr, *ast.Ident:
+				if isTime(n.(ast.Expr), "Sleep") {
+					sleeps[name] = append(sleeps[name], fset.Position(n.Pos()))
+				}
+			case *ast.ExprStmt:
+				if recv, ok := n.X.(*ast.UnaryExpr); ok && recv.Op == token.ARROW {
+					if call, ok := recv.X.(*ast.CallExpr); ok && isTime(call.Fun, "After") {
+						sleeps[name] = append(sleeps[name], fset.Position(n.Pos()))
+					}
+				}
 			}
 			return true
-		})
+		}
+		ast.Inspect(decl, inspect)
 	}
 	return sleeps
 }
