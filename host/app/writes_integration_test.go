@@ -132,7 +132,7 @@ func TestAPIWritesPerMachineDeployment(t *testing.T) {
 	}
 	// Without a revision nothing is written. (The count below, from creation on, is the strict check: each
 	// Secret written once.)
-	time.Sleep(2 * time.Second)
+	absenceWindow(2 * time.Second)
 	for _, w := range controllerWritesIn(t, auditLog)[before:] {
 		t.Errorf("wrote %s %s/%s before the MachineDeployment had a revision", w.Verb, w.ObjectRef.Resource, w.ObjectRef.Name)
 	}
@@ -170,7 +170,7 @@ func TestAPIWritesPerMachineDeployment(t *testing.T) {
 		return nil
 	})
 	settled := len(controllerWritesIn(t, auditLog))
-	time.Sleep(3 * time.Second) // the idle window: nothing may be written in it
+	absenceWindow(3 * time.Second)
 	all := controllerWritesIn(t, auditLog)
 	if len(all) != settled {
 		for _, w := range all[settled:] {

@@ -367,6 +367,10 @@ func (f *fixture) gauge(name string, want float64) {
 	})
 }
 
+// absenceWindow gives the controller a second to act where the test then asserts that it did not. It orders
+// nothing: a window too short for the controller only lets a bug pass, and never fails a correct controller.
+func (f *fixture) absenceWindow() { time.Sleep(time.Second) }
+
 func (f *fixture) eventually(what string, check func() error) {
 	f.t.Helper()
 	testenv.Eventually(f.t, wait, what, check)
@@ -382,7 +386,7 @@ func TestRolloutQueue(t *testing.T) {
 	for _, name := range []string{"holder", "first", "second", "third", "flip"} {
 		f.machineDeployment(name, nil) // the profile's policy: rollout
 	}
-	time.Sleep(time.Second)
+	f.absenceWindow()
 	for _, name := range []string{"manual", "holder", "first", "second", "third", "flip"} {
 		f.notStarted(name) // in sync: nothing to do
 	}
@@ -418,7 +422,7 @@ func TestRolloutQueue(t *testing.T) {
 	// Rolling (machine-controller took the template change), then done: the longest drifted starts.
 	f.accept("holder")
 	f.rollingOut("holder", osmv1alpha1.ReasonRolloutInProgress)
-	time.Sleep(time.Second)
+	f.absenceWindow()
 	for _, name := range []string{"first", "second", "third"} {
 		f.notStarted(name)
 	}
@@ -446,7 +450,7 @@ func TestRolloutQueue(t *testing.T) {
 	f.gauge("osm_machinedeployments_rolling", 0)
 	f.gauge("osm_machinedeployments_rollout_queued", 0)
 
-	time.Sleep(time.Second)
+	f.absenceWindow()
 	f.notStarted("manual")
 	f.notStarted("flip")
 	if n := f.rollingAtMost(); n != 1 {
@@ -530,7 +534,7 @@ func TestRolloutWindowRenderAndPolicy(t *testing.T) {
 		f.started("windowed", "1")
 		f.accept("windowed")
 		f.setMDAnnotation("windowed", rollout.AnnotationWindow, closed) // closing it does not stop it
-		time.Sleep(time.Second)
+		f.absenceWindow()
 		f.rollingOut("windowed", osmv1alpha1.ReasonRolloutInProgress)
 		f.complete("windowed")
 		f.rollingOut("windowed", osmv1alpha1.ReasonRolloutFinished)
@@ -545,7 +549,7 @@ func TestRolloutWindowRenderAndPolicy(t *testing.T) {
 		})
 		f.drift("broken", now.Add(-time.Hour))
 		f.rollingOut("broken", osmv1alpha1.ReasonRolloutRenderNotReady)
-		time.Sleep(time.Second)
+		f.absenceWindow()
 		f.notStarted("broken")
 		f.updateOSC("broken", func(o *osmv1alpha1.OperatingSystemConfig) {
 			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: osmv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Rendered"})
@@ -566,7 +570,7 @@ func TestRolloutWindowRenderAndPolicy(t *testing.T) {
 		f.machineDeployment("badwindow", map[string]string{rollout.AnnotationPolicy: rollout.PolicyRollout, rollout.AnnotationWindow: "weekends"})
 		f.drift("badwindow", now.Add(-time.Hour))
 		f.event("badwindow", corev1.EventTypeWarning, "RolloutPolicyInvalid")
-		time.Sleep(time.Second)
+		f.absenceWindow()
 		f.notStarted("invalid")
 		f.notStarted("badwindow")
 	})
@@ -584,7 +588,7 @@ func TestRolloutWindowRenderAndPolicy(t *testing.T) {
 		f.accept("holder")
 		f.complete("holder")
 		f.rollingOut("holder", osmv1alpha1.ReasonRolloutFinished)
-		time.Sleep(time.Second)
+		f.absenceWindow()
 		f.notStarted("waiting")
 	})
 }
