@@ -149,11 +149,16 @@ func TestMootFlagsLoggedOnceAndDocumented(t *testing.T) {
 	// counts on its worker manager's endpoint, are on -metrics-address once the controllers run. Nothing
 	// answers on upstream's worker addresses.
 	const workerSeries = `controller_runtime_reconcile_total{controller="operatingsystemconfig"`
-	for body := ""; !strings.Contains(body, workerSeries); time.Sleep(200 * time.Millisecond) {
-		if body, err = get(metrics, "/metrics"); err != nil || time.Now().After(deadline) {
-			t.Fatalf("-metrics-address does not serve %s: %v", workerSeries, err)
+	testenv.Eventually(t, time.Until(deadline), "-metrics-address serving "+workerSeries, func() error {
+		body, err := get(metrics, "/metrics")
+		if err != nil {
+			t.Fatalf("-metrics-address does not serve /metrics: %v", err)
 		}
-	}
+		if !strings.Contains(body, workerSeries) {
+			return fmt.Errorf("no %s yet", workerSeries)
+		}
+		return nil
+	})
 	if _, err := get(probes, "/healthz"); err != nil {
 		t.Errorf("-health-probe-address does not serve /healthz: %v", err)
 	}

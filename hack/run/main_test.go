@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,6 +25,7 @@ import (
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	"github.com/osmhq/osm/host/render"
 	"github.com/osmhq/osm/host/scheme"
+	"github.com/osmhq/osm/host/testenv"
 	"github.com/osmhq/osm/plugins/pluginstest"
 )
 
@@ -241,24 +243,30 @@ func shell(t *testing.T, dir, script string) string {
 	return string(out)
 }
 
-// waitForUserData waits for md's bootstrap and provisioning Secrets with cloud-config user-data.
+// waitForUserData waits for md's bootstrap and provisioning Secrets with cloud-config user-data, and shows
+// the log when they do not come.
 func waitForUserData(t *testing.T, c client.Client, md *clusterv1alpha1.MachineDeployment, log func() string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for _, name := range []string{render.BootstrapSecretName(md), render.ProvisioningSecretName(md)} {
-		key := client.ObjectKey{Namespace: render.DefaultCloudInitSettingsNamespace, Name: name}
-		for {
-			s := &corev1.Secret{}
-			err := c.Get(context.Background(), key, s)
-			if err == nil && strings.HasPrefix(string(s.Data["cloud-config"]), "#cloud-config") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no user-data in %s for MachineDeployment %s (last error %v); log:\n%s", key, md.Name, err, log())
-			}
-			time.Sleep(250 * time.Millisecond)
+	came := false
+	defer func() {
+		if !came { // testenv.Eventually failed the test
+			t.Logf("log:\n%s", log())
 		}
-	}
+	}()
+	testenv.Eventually(t, 3*time.Minute, "user-data of MachineDeployment "+md.Name, func() error {
+		for _, name := range []string{render.BootstrapSecretName(md), render.ProvisioningSecretName(md)} {
+			key := client.ObjectKey{Namespace: render.DefaultCloudInitSettingsNamespace, Name: name}
+			s := &corev1.Secret{}
+			if err := c.Get(context.Background(), key, s); err != nil {
+				return err
+			}
+			if !strings.HasPrefix(string(s.Data["cloud-config"]), "#cloud-config") {
+				return fmt.Errorf("no cloud-config user-data in %s", key)
+			}
+		}
+		return nil
+	})
+	came = true
 }
 
 // apiServerAnswers asks the API server whether it is alive.

@@ -159,7 +159,7 @@ func watchBootstrapSecrets(ctx context.Context, b *testing.B, cfg *rest.Config, 
 		for ctx.Err() == nil {
 			w, err := secrets.Watch(ctx, metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true})
 			if err != nil {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // backoff before re-opening a refused watch, not ordering
 				continue
 			}
 			for ev := range w.ResultChan() {

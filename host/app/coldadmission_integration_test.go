@@ -61,8 +61,7 @@ func TestAdmissionWithAColdPluginCache(t *testing.T) {
 	bound := validation.AdmissionPluginWait + 10*time.Second
 	create := func(obj client.Object) {
 		t.Helper()
-		deadline := time.Now().Add(wait)
-		for {
+		eventually(t, wait, "creating "+obj.GetName()+" (the webhook server is starting)", func() error {
 			start := time.Now()
 			err := c.Create(ctx, obj)
 			took := time.Since(start)
@@ -72,13 +71,13 @@ func TestAdmissionWithAColdPluginCache(t *testing.T) {
 			if err == nil || apierrors.IsAlreadyExists(err) {
 				t.Logf("%s admitted in %s, %.0f s after the start; warnings: %q", obj.GetName(), took.Round(time.Millisecond),
 					time.Since(started).Seconds(), warned.take())
-				return
+				return nil
 			}
-			if apierrors.IsInvalid(err) || time.Now().After(deadline) {
+			if apierrors.IsInvalid(err) {
 				t.Fatalf("creating %s: %v", obj.GetName(), err)
 			}
-			time.Sleep(100 * time.Millisecond) // the webhook server is starting
-		}
+			return err
+		})
 	}
 	create(site)
 	create(x)

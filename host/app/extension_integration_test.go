@@ -99,7 +99,7 @@ func TestProfileExtensions(t *testing.T) {
 			})
 		}
 		// Once: give the controller time to write again if it were going to, then compare.
-		time.Sleep(3 * time.Second)
+		absenceWindow(3 * time.Second)
 		for name := range mds {
 			s := &corev1.Secret{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: userDataNS, Name: name + "-kube-system-provisioning-config"}, s); err != nil {

@@ -289,6 +289,11 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 	testenv.Eventually(t, timeout, what, check)
 }
 
+// absenceWindow gives the controller d to act where the test then asserts that it did not (no write, no
+// rollout). It orders nothing: a window too short for the controller only lets a bug pass, and never fails a
+// correct controller.
+func absenceWindow(d time.Duration) { time.Sleep(d) }
+
 func b64(data []byte) string { return base64.StdEncoding.EncodeToString(data) }
 
 func asJSON(t *testing.T, v any) string {

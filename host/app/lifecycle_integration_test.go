@@ -138,7 +138,7 @@ func TestRestartConverges(t *testing.T) {
 		}
 		return nil
 	})
-	time.Sleep(3 * time.Second)
+	absenceWindow(3 * time.Second)
 	after := resourceVersions(t, c)
 	for k, v := range before {
 		if after[k] != v {

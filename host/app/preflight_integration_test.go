@@ -121,7 +121,8 @@ func useOSMCRDs(t *testing.T, env *testenv.Env) {
 func setCRDSpec(t *testing.T, env *testenv.Env, want *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
 	ctx := context.Background()
-	for i := 0; ; i++ {
+	// A conflict (the API server's own CRD controllers write the status) or a create racing a delete is retried.
+	eventually(t, wait, "CRD "+want.Name+" written", func() error {
 		cur := &apiextensionsv1.CustomResourceDefinition{}
 		err := env.Client.Get(ctx, client.ObjectKey{Name: want.Name}, cur)
 		switch {
@@ -133,14 +134,11 @@ func setCRDSpec(t *testing.T, env *testenv.Env, want *apiextensionsv1.CustomReso
 			cur.Spec = want.Spec
 			err = env.Client.Update(ctx, cur)
 		}
-		if err == nil {
-			return
-		}
-		if i > 20 || (!apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err)) {
+		if err != nil && !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("CRD %s: %v", want.Name, err)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func waitForDiscovery(t *testing.T, env *testenv.Env, ok func(names map[string]bool) bool) {

@@ -171,7 +171,7 @@ func TestRefusedWriteBacksOffAndIsVisible(t *testing.T) {
 				}
 			}
 			for time.Since(start) < refusalWindow {
-				time.Sleep(time.Second)
+				time.Sleep(time.Second) // the window the reconciles are bounded over, not ordering
 				bounded()
 			}
 			t.Logf("%d reconciles of %s in %s while its write was refused (backoff allows %d)",

@@ -239,7 +239,7 @@ func TestDriftAndRollout(t *testing.T) {
 			waitForNormalEvent(t, c, name, "RolloutStarted")
 			waitForNormalEvent(t, c, name, osmv1alpha1.ReasonRolloutFinished)
 		}
-		time.Sleep(2 * time.Second)
+		absenceWindow(2 * time.Second)
 		mu.Lock()
 		defer mu.Unlock()
 		if maxRolling != 1 || len(started) != 2 || slices.Contains(started, queued) {
@@ -288,7 +288,7 @@ func TestDriftAndRollout(t *testing.T) {
 		}
 		waitForNormalEvent(t, c, "flip", "DriftResolved")
 		openWindow("flip")
-		time.Sleep(3 * time.Second)
+		absenceWindow(3 * time.Second)
 		if md := getMD("flip"); md.Spec.Template.Annotations[rollout.AnnotationRollout] != "" {
 			t.Errorf("rolled out after a flip back: %v", md.Spec.Template.Annotations)
 		}

@@ -392,7 +392,7 @@ wait:
 	// Events and late writes trail the last Secret: wait until the writes stop, then count what the controller
 	// writes in 10 seconds with nothing to do.
 	done := settleWrites(ctx, b, bc, before)
-	time.Sleep(10 * time.Second)
+	time.Sleep(10 * time.Second) // the idle window the benchmark counts writes in
 	res.IdleWrites = diffWrites(before, apiServerMetrics(ctx, b, bc.cfg)).total - done.total
 	res.Writes = done
 	rss.finish()
@@ -422,7 +422,7 @@ func settleWrites(ctx context.Context, b *testing.B, bc *benchCluster, before []
 	b.Helper()
 	w := diffWrites(before, apiServerMetrics(ctx, b, bc.cfg))
 	for quiet, waited := 0, 0; quiet < 3 && waited < 60; waited++ {
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // the quiet second the write count must hold through
 		now := diffWrites(before, apiServerMetrics(ctx, b, bc.cfg))
 		if now.total == w.total {
 			quiet++

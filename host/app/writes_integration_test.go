@@ -132,7 +132,7 @@ func TestAPIWritesPerMachineDeployment(t *testing.T) {
 	}
 	// Without a revision nothing is written. (The count below, from creation on, is the strict check: each
 	// Secret written once.)
-	time.Sleep(2 * time.Second)
+	absenceWindow(2 * time.Second)
 	for _, w := range controllerWritesIn(t, auditLog)[before:] {
 		t.Errorf("wrote %s %s/%s before the MachineDeployment had a revision", w.Verb, w.ObjectRef.Resource, w.ObjectRef.Name)
 	}
@@ -150,17 +150,27 @@ func TestAPIWritesPerMachineDeployment(t *testing.T) {
 	for _, md := range mds {
 		waitForSecret(t, c, md.Name+"-kube-system-bootstrap-config", "1")
 	}
-	// Let every status write and event land, then check that nothing more is written while idle.
-	settled := len(controllerWritesIn(t, auditLog))
-	for range 20 {
-		time.Sleep(500 * time.Millisecond)
-		now := len(controllerWritesIn(t, auditLog))
-		if now == settled {
-			break
-		}
-		settled = now
+	// The whole write set of a new MachineDeployment: one node credential (bootstrap token, Role, RoleBinding),
+	// the two user-data Secrets, the OSC created with its status, the finalizer, the object its nodes report
+	// into. A ServiceAccount or a token request would be a second credential, a status write a second write of
+	// the OSC (the node reports' summary is written only once a machine reported).
+	want := map[string]int{
+		"create secrets": 3, "create roles": 1, "create rolebindings": 1, "create operatingsystemconfigs": 1,
+		"patch machinedeployments": 1, "create operatingsystemnodereports": 1,
 	}
-	time.Sleep(3 * time.Second)
+	expected := 0
+	for _, per := range want {
+		expected += per * n
+	}
+	// Let every write land, then check that nothing more is written while idle.
+	eventually(t, wait, "the controller's writes for the MachineDeployments", func() error {
+		if got := len(controllerWritesIn(t, auditLog)) - before; got < expected {
+			return fmt.Errorf("%d writes, want at least %d", got, expected)
+		}
+		return nil
+	})
+	settled := len(controllerWritesIn(t, auditLog))
+	absenceWindow(3 * time.Second)
 	all := controllerWritesIn(t, auditLog)
 	if len(all) != settled {
 		for _, w := range all[settled:] {
@@ -190,14 +200,6 @@ func TestAPIWritesPerMachineDeployment(t *testing.T) {
 	}
 	sort.Strings(lines)
 	t.Logf("writes per MachineDeployment (%d MachineDeployments): %.1f, %.0f bytes\n%s", n, float64(len(writes))/n, float64(bytes)/n, strings.Join(lines, "\n"))
-	// The whole write set of a new MachineDeployment: one node credential (bootstrap token, Role, RoleBinding),
-	// the two user-data Secrets, the OSC created with its status, the finalizer, the object its nodes report
-	// into. A ServiceAccount or a token request would be a second credential, a status write a second write of
-	// the OSC (the node reports' summary is written only once a machine reported).
-	want := map[string]int{
-		"create secrets": 3, "create roles": 1, "create rolebindings": 1, "create operatingsystemconfigs": 1,
-		"patch machinedeployments": 1, "create operatingsystemnodereports": 1,
-	}
 	for kind := range perKind {
 		if _, ok := want[kind]; !ok {
 			want[kind] = 0

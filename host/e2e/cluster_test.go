@@ -311,7 +311,7 @@ func (c *cluster) userData(t testing.TB, md *clusterv1alpha1.MachineDeployment) 
 			if err == nil && len(s.Data[render.CloudConfigKey]) > 0 {
 				return &s
 			}
-			time.Sleep(200 * time.Millisecond)
+			time.Sleep(200 * time.Millisecond) // polling interval
 		}
 		osc := &osmv1alpha1.OperatingSystemConfig{}
 		oscErr := c.c.Get(context.Background(), client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(md)}, osc)

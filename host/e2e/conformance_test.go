@@ -456,15 +456,15 @@ func (c *cluster) conformance(t *testing.T, run conformanceRun) *conformanceResu
 		boot, prov = c.userData(t, md)
 		// The controller may write the user-data Secrets before the OperatingSystemConfig.
 		key := client.ObjectKey{Namespace: osmNamespace, Name: render.OSCName(md)}
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-			err := c.c.Get(context.Background(), key, &osc)
-			if err == nil && osc.Status.Plugin != nil {
-				break
+		testenv.Eventually(t, 30*time.Second, "OperatingSystemConfig "+key.String()+" with its plugin status", func() error {
+			if err := c.c.Get(context.Background(), key, &osc); err != nil {
+				return err
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("OperatingSystemConfig %s: %v, status %+v", key, err, osc.Status)
+			if osc.Status.Plugin == nil {
+				return fmt.Errorf("status %+v", osc.Status)
 			}
-		}
+			return nil
+		})
 		b, p := boot.Data[render.CloudConfigKey], prov.Data[render.CloudConfigKey]
 		switch utility {
 		case "cloud-init":

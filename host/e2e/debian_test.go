@@ -30,6 +30,7 @@ import (
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/encode/cloudinit/cloudinittest"
 	"github.com/osmhq/osm/host/render"
+	"github.com/osmhq/osm/host/testenv"
 )
 
 // Names the default plugins give things on the node. They are part of the node's interface for operators
@@ -93,13 +94,12 @@ func testExpiredToken(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystem
 		t.Fatal(err)
 	}
 	// The API server reads bootstrap tokens from an informer: poll until it has seen the change.
-	deadline := time.Now().Add(30 * time.Second)
-	for c.authenticates(t, token) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the token still authenticates 30s after its Secret says it expired at %s", expired)
+	testenv.Eventually(t, 30*time.Second, "the API server refusing the token whose Secret says it expired at "+expired, func() error {
+		if c.authenticates(t, token) {
+			return fmt.Errorf("the token still authenticates")
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 	t.Logf("the API server refuses the token that expired at %s", expired)
 	n, r := bootUntilBootstrapFails(t, "e2e-expired-0", machineUserData(boot.Data[render.CloudConfigKey], "e2e-expired-0"))
 	expectRefusal(t, c, n, r, md, render.ProvisioningSecretName(md), 401)
@@ -550,13 +550,12 @@ func testRevokedToken(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSystem
 	}
 	// The API server must reject the token before the node boots (the controller issues a new token at the
 	// MachineDeployment's next reconcile, with a new secret half, which does not bring the old one back).
-	deadline := time.Now().Add(30 * time.Second)
-	for c.authenticates(t, token) {
-		if time.Now().After(deadline) {
-			t.Fatal("the bootstrap token still authenticates 30s after its Secret was deleted")
+	testenv.Eventually(t, 30*time.Second, "the API server refusing the bootstrap token whose Secret was deleted", func() error {
+		if c.authenticates(t, token) {
+			return fmt.Errorf("the token still authenticates")
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 	nodeName := "e2e-revoked-0"
 	n, r := bootUntilBootstrapFails(t, nodeName, machineUserData(boot.Data[render.CloudConfigKey], nodeName))
 	expectRefusal(t, c, n, r, md, render.ProvisioningSecretName(md), 401)

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,17 +52,17 @@ func applySiteExtension(t *testing.T, c *cluster, osp *osmv1alpha1.OperatingSyst
 	}
 	// The controller's cache has the extension once its status lists the profile: the MachineDeployment created
 	// next renders with it from the start.
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		got := &osmv1alpha1.OperatingSystemProfileExtension{}
-		if err := c.c.Get(context.Background(), client.ObjectKeyFromObject(x), got); err == nil && slices.Contains(got.Status.Profiles, osp.Name) {
-			return got
+	got := &osmv1alpha1.OperatingSystemProfileExtension{}
+	testenv.Eventually(t, 90*time.Second, "the site extension's status listing "+osp.Name, func() error {
+		if err := c.c.Get(context.Background(), client.ObjectKeyFromObject(x), got); err != nil {
+			return err
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the site extension's status never listed %s", osp.Name)
+		if !slices.Contains(got.Status.Profiles, osp.Name) {
+			return fmt.Errorf("status lists %v", got.Status.Profiles)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
+	return got
 }
 
 // siteSysctlState is the extension's sysctl before the node booted and while it runs.

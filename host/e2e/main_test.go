@@ -148,7 +148,7 @@ func recoverStaleRun() {
 		for _, cg := range stale {
 			_ = os.WriteFile(filepath.Join(cg, "cgroup.kill"), []byte("1"), 0)
 			for i := 0; i < 50 && cgroupBusy(cg); i++ {
-				time.Sleep(100 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond) // polling interval
 			}
 			if err := removeCgroupTree(cg); err != nil {
 				fmt.Fprintf(os.Stderr, "node e2e: stale cgroup %s of an earlier run: %v\n", cg, err)

@@ -692,7 +692,7 @@ func (n *node) waitUntil(what string, timeout time.Duration, cond func(map[strin
 		case time.Now().After(deadline):
 			return fmt.Errorf("%s: not after %s", what, timeout)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // polling interval
 	}
 }
 
@@ -772,7 +772,7 @@ func removeCgroup(t *testing.T, root string) {
 		t.Logf("processes left in %s after the node stopped; killing them", root)
 		_ = os.WriteFile(filepath.Join(root, "cgroup.kill"), []byte("1"), 0)
 		for i := 0; i < 50 && cgroupBusy(root); i++ {
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(100 * time.Millisecond) // polling interval
 		}
 	}
 	if err := removeCgroupTree(root); err != nil {

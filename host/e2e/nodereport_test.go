@@ -89,7 +89,7 @@ func (p *phaseRecorder) waitFor(machine string, phase osmv1alpha1.BootstrapPhase
 		if time.Now().After(deadline) {
 			return fmt.Errorf("machine %s reported %v, not %s, within %s", machine, phases, phase, timeout)
 		}
-		time.Sleep(time.Second)
+		time.Sleep(time.Second) // polling interval
 	}
 }
 

@@ -44,7 +44,7 @@ func peakHeap(f func()) (peak uint64) {
 		for !stop.Load() {
 			runtime.ReadMemStats(&ms)
 			peak = max(peak, ms.HeapAlloc)
-			time.Sleep(2 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond) // the sampling interval
 		}
 	}()
 	f()

@@ -20,3 +20,9 @@ func Entries(r *Runtime) int {
 	defer r.mu.Unlock()
 	return len(r.modules)
 }
+
+// HoldLane takes one of l's compile lanes, as a compilation does, until release is called.
+func HoldLane(l *Limits) (release func()) {
+	l.compiling <- struct{}{}
+	return func() { <-l.compiling }
+}

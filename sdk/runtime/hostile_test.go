@@ -176,7 +176,7 @@ func waitForGoroutines(t *testing.T, baseline int) {
 		if n = goruntime.NumGoroutine(); n <= baseline {
 			return
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond) // polling interval
 	}
 	buf := make([]byte, 1<<20)
 	t.Errorf("%d goroutines still running, %d before the test:\n%s", n, baseline, buf[:goruntime.Stack(buf, true)])

@@ -43,7 +43,7 @@ type laggingBody struct {
 
 func (b *laggingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	time.Sleep(b.lag)
+	time.Sleep(b.lag) // the lag under test
 	return n, err
 }
 

@@ -215,24 +215,35 @@ func TestNoCredentialsWithoutFinalizer(t *testing.T) {
 	}
 }
 
-// unseenOSCs is a cache that has not yet seen any OperatingSystemConfig, until catchUp is set.
+// unseenOSCs is a cache that has not yet seen any OperatingSystemConfig: it catches up, if ever, after
+// catchUp.after reads of one.
 type unseenOSCs struct {
 	client.Client
-	catchUp *atomic.Bool
+	catchUp *cacheCatchUp
+}
+
+// cacheCatchUp counts the reads of an unseenOSCs cache: the first after miss, the ones after show.
+type cacheCatchUp struct {
+	after        int32
+	reads, shown atomic.Int32
 }
 
 func (u unseenOSCs) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	_, typed := obj.(*osmv1alpha1.OperatingSystemConfig)
-	if m, ok := obj.(*metav1.PartialObjectMetadata); (typed || ok && m.Kind == "OperatingSystemConfig") && (u.catchUp == nil || !u.catchUp.Load()) {
-		return apierrors.NewNotFound(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), key.Name)
+	if m, ok := obj.(*metav1.PartialObjectMetadata); typed || ok && m.Kind == "OperatingSystemConfig" {
+		if u.catchUp == nil || u.catchUp.reads.Add(1) <= u.catchUp.after {
+			return apierrors.NewNotFound(osmv1alpha1.GroupVersion.WithResource("operatingsystemconfigs").GroupResource(), key.Name)
+		}
+		u.catchUp.shown.Add(1)
 	}
 	return u.Client.Get(ctx, key, obj, opts...)
 }
 
 // TestAPlaceholderTheCacheHasNotSeenIsReplacedOnceItHas: a reconcile that failed left a placeholder OSC, which
 // the next reconcile's cache does not show. Its create meets the placeholder (AlreadyExists): that reconcile
-// reports nothing, waits for the cache to show the placeholder and is requeued at once; the one after replaces
-// the placeholder.
+// reports nothing and is requeued at once; the one after waits for its cache to show the placeholder
+// (awaitPrevious) and replaces it. The cache hides the placeholder from more reads than a reconcile makes, so
+// only a reconcile that waited for it replaces it.
 func TestAPlaceholderTheCacheHasNotSeenIsReplacedOnceItHas(t *testing.T) {
 	ctx, c, _, r, md := finalizerFixture(t, "osp-template")
 	placeholder := &osmv1alpha1.OperatingSystemConfig{
@@ -243,22 +254,17 @@ func TestAPlaceholderTheCacheHasNotSeenIsReplacedOnceItHas(t *testing.T) {
 	if err := c.Create(ctx, placeholder); err != nil {
 		t.Fatal(err)
 	}
-	catchUp := &atomic.Bool{}
+	catchUp := &cacheCatchUp{after: 10}
 	r.Mgmt, r.MgmtAPIReader = unseenOSCs{Client: c, catchUp: catchUp}, c
 	recorder := record.NewFakeRecorder(10)
 	r.Recorder = recorder
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(md)}
-	go func() {
-		time.Sleep(time.Second)
-		catchUp.Store(true)
-	}()
-	start := time.Now()
 	res, err := r.Reconcile(ctx, req)
 	if err != nil || res.RequeueAfter <= 0 {
 		t.Fatalf("reconcile on a cache without the placeholder: %+v, %v; want a requeue", res, err)
 	}
-	if took := time.Since(start); took < time.Second {
-		t.Errorf("the reconcile returned after %s, before its cache showed the placeholder", took)
+	if n := catchUp.reads.Load(); n >= catchUp.after {
+		t.Fatalf("the first reconcile read the OSC %d times: the cache must hide it from more reads than that", n)
 	}
 	if _, err := r.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -97,13 +98,13 @@ func start(t *testing.T, maxConcurrent int, profilePolicy string) *fixture {
 	if err := r.SetupWithManager(mgr, mgr, f.reg); err != nil {
 		t.Fatal(err)
 	}
+	if err := f.countRolling(ctx, mgr); err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	sampled := make(chan struct{})
-	go f.sample(sampled)
 	t.Cleanup(func() {
 		cancel()
-		<-sampled
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)
 		}
@@ -111,25 +112,42 @@ func start(t *testing.T, maxConcurrent int, profilePolicy string) *fixture {
 	return f
 }
 
-// sample counts, every 50 ms, the MachineDeployments rolling at once: OSM's rollout annotation in the template
-// and machine-controller's status not complete.
-func (f *fixture) sample(done chan struct{}) {
-	defer close(done)
-	for f.ctx.Err() == nil {
-		list := &clusterv1alpha1.MachineDeploymentList{}
-		if err := f.c.List(f.ctx, list, client.InNamespace(workerNS)); err == nil {
-			n := 0
-			for i := range list.Items {
-				if list.Items[i].Spec.Template.Annotations[rollout.AnnotationRollout] != "" && !rollout.Finished(&list.Items[i]) {
-					n++
-				}
-			}
-			f.mu.Lock()
-			f.maxRolling = max(f.maxRolling, n)
-			f.mu.Unlock()
-		}
-		time.Sleep(50 * time.Millisecond)
+// countRolling counts, at every change of a MachineDeployment the manager's cache sees, the MachineDeployments
+// rolling at once: OSM's rollout annotation in the template and machine-controller's status not complete. The
+// count follows each MachineDeployment's own events in order, so no state in between is missed.
+func (f *fixture) countRolling(ctx context.Context, mgr ctrl.Manager) error {
+	inf, err := mgr.GetCache().GetInformer(ctx, &clusterv1alpha1.MachineDeployment{})
+	if err != nil {
+		return err
 	}
+	rolling := map[string]bool{}
+	set := func(obj any, deleted bool) {
+		md, ok := obj.(*clusterv1alpha1.MachineDeployment)
+		if !ok || md.Namespace != workerNS {
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		rolling[md.Name] = !deleted && md.Spec.Template.Annotations[rollout.AnnotationRollout] != "" && !rollout.Finished(md)
+		n := 0
+		for _, r := range rolling {
+			if r {
+				n++
+			}
+		}
+		f.maxRolling = max(f.maxRolling, n)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { set(obj, false) },
+		UpdateFunc: func(_, obj any) { set(obj, false) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			set(obj, true)
+		},
+	})
+	return err
 }
 
 func (f *fixture) rollingAtMost() int {
@@ -349,6 +367,10 @@ func (f *fixture) gauge(name string, want float64) {
 	})
 }
 
+// absenceWindow gives the controller a second to act where the test then asserts that it did not. It orders
+// nothing: a window too short for the controller only lets a bug pass, and never fails a correct controller.
+func (f *fixture) absenceWindow() { time.Sleep(time.Second) }
+
 func (f *fixture) eventually(what string, check func() error) {
 	f.t.Helper()
 	testenv.Eventually(f.t, wait, what, check)
@@ -364,7 +386,7 @@ func TestRolloutQueue(t *testing.T) {
 	for _, name := range []string{"holder", "first", "second", "third", "flip"} {
 		f.machineDeployment(name, nil) // the profile's policy: rollout
 	}
-	time.Sleep(time.Second)
+	f.absenceWindow()
 	for _, name := range []string{"manual", "holder", "first", "second", "third", "flip"} {
 		f.notStarted(name) // in sync: nothing to do
 	}
@@ -400,7 +422,7 @@ func TestRolloutQueue(t *testing.T) {
 	// Rolling (machine-controller took the template change), then done: the longest drifted starts.
 	f.accept("holder")
 	f.rollingOut("holder", osmv1alpha1.ReasonRolloutInProgress)
-	time.Sleep(time.Second)
+	f.absenceWindow()
 	for _, name := range []string{"first", "second", "third"} {
 		f.notStarted(name)
 	}
@@ -428,7 +450,7 @@ func TestRolloutQueue(t *testing.T) {
 	f.gauge("osm_machinedeployments_rolling", 0)
 	f.gauge("osm_machinedeployments_rollout_queued", 0)
 
-	time.Sleep(time.Second)
+	f.absenceWindow()
 	f.notStarted("manual")
 	f.notStarted("flip")
 	if n := f.rollingAtMost(); n != 1 {
@@ -512,7 +534,7 @@ func TestRolloutWindowRenderAndPolicy(t *testing.T) {
 		f.started("windowed", "1")
 		f.accept("windowed")
 		f.setMDAnnotation("windowed", rollout.AnnotationWindow, closed) // closing it does not stop it
-		time.Sleep(time.Second)
+		f.absenceWindow()
 		f.rollingOut("windowed", osmv1alpha1.ReasonRolloutInProgress)
 		f.complete("windowed")
 		f.rollingOut("windowed", osmv1alpha1.ReasonRolloutFinished)
@@ -527,7 +549,7 @@ func TestRolloutWindowRenderAndPolicy(t *testing.T) {
 		})
 		f.drift("broken", now.Add(-time.Hour))
 		f.rollingOut("broken", osmv1alpha1.ReasonRolloutRenderNotReady)
-		time.Sleep(time.Second)
+		f.absenceWindow()
 		f.notStarted("broken")
 		f.updateOSC("broken", func(o *osmv1alpha1.OperatingSystemConfig) {
 			meta.SetStatusCondition(&o.Status.Conditions, metav1.Condition{Type: osmv1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Rendered"})
@@ -548,7 +570,7 @@ func TestRolloutWindowRenderAndPolicy(t *testing.T) {
 		f.machineDeployment("badwindow", map[string]string{rollout.AnnotationPolicy: rollout.PolicyRollout, rollout.AnnotationWindow: "weekends"})
 		f.drift("badwindow", now.Add(-time.Hour))
 		f.event("badwindow", corev1.EventTypeWarning, "RolloutPolicyInvalid")
-		time.Sleep(time.Second)
+		f.absenceWindow()
 		f.notStarted("invalid")
 		f.notStarted("badwindow")
 	})
@@ -566,7 +588,7 @@ func TestRolloutWindowRenderAndPolicy(t *testing.T) {
 		f.accept("holder")
 		f.complete("holder")
 		f.rollingOut("holder", osmv1alpha1.ReasonRolloutFinished)
-		time.Sleep(time.Second)
+		f.absenceWindow()
 		f.notStarted("waiting")
 	})
 }

@@ -251,7 +251,7 @@ func registerNode(ctx context.Context, c client.Client, name string) error {
 		if !isConflict(err) {
 			return err
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond) // retry interval after a conflict
 	}
 	return fmt.Errorf("node %s: status update kept conflicting", name)
 }

@@ -192,7 +192,7 @@ func TestRolloutWithMachineController(t *testing.T) {
 		return nil
 	})
 	// A while longer, to see that nothing else starts.
-	time.Sleep(5 * time.Second)
+	time.Sleep(5 * time.Second) // an absence window, not ordering
 	s.stop()
 
 	// The manual MachineDeployment and the one whose policy was deleted: drifted, still revision 1, one
