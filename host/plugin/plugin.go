@@ -166,9 +166,6 @@ func (p *Plugin) name() string {
 // image's as a plugin host loaded it, or pulled (and loaded) again if none has it.
 func (p *Plugin) module(ctx context.Context) (pluginhost.Module, error) {
 	if p.ref.Builtin != "" {
-		if err := p.m.host.Failed(p.Source.ModuleDigest); err != nil {
-			return pluginhost.Module{}, err
-		}
 		return p.m.builtinSource(p.ref.Builtin, p.ref.Label, p.Source.ModuleDigest, p.ref.Namespace), nil
 	}
 	return p.m.imageModule(ctx, p.ref)
