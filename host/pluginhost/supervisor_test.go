@@ -240,7 +240,10 @@ func TestDeadlinesCountCPUTime(t *testing.T) {
 		_, err := s.Call(ctx, m, abi.ExportRender, nil)
 		done <- err
 	}()
-	time.Sleep(3 * time.Second) // the throttling: twice the call's CPU budget, a fifth of its wall-clock cap
+	waitFor(t, "the call to be sent", func() bool { return s.InFlight(m) > 0 })
+	// The stimulus, not an ordering: the host gets no CPU for twice the call's CPU budget, a fifth of its
+	// wall-clock cap.
+	time.Sleep(3 * time.Second)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
