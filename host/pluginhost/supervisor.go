@@ -674,7 +674,8 @@ func (s *Supervisor) Unload(digest string) {
 	s.mu.Lock()
 	delete(s.failed, digest)
 	h := s.hosts[digest]
-	if h != nil && h.users == 0 {
+	stop := h != nil && h.users == 0
+	if stop {
 		delete(s.hosts, digest)
 		s.signalFreedLocked()
 	} else if h == nil {
@@ -682,14 +683,11 @@ func (s *Supervisor) Unload(digest string) {
 	}
 	s.mu.Unlock()
 	switch {
-	case h == nil:
-	case h.key == digest && h.users == 0:
+	case stop:
 		s.unloaded(h.p.loadedCount())
 		h.p.stop("module unloaded")
-	case h.key == builtinKey:
-		if h.p.unload(digest, 0) {
-			s.unloaded(1)
-		}
+	case h != nil && h.key == builtinKey && h.p.unload(digest, 0):
+		s.unloaded(1)
 	}
 }
 
