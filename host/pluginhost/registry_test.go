@@ -2,6 +2,7 @@ package pluginhost_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -141,7 +142,7 @@ func TestPermanentLoadFailuresAreRemembered(t *testing.T) {
 		switch {
 		case remembered != permanent:
 			t.Errorf("permanent %v: remembered %v", permanent, remembered)
-		case permanent && (again != first || call != first):
+		case permanent && (!errors.Is(again, first) || !errors.Is(call, first)):
 			t.Errorf("a remembered failure: load %v, call %v; want %v", again, call, first)
 		case permanent && compiles.Load() != 1:
 			t.Errorf("a remembered failure: %d compiles, want 1", compiles.Load())

@@ -704,7 +704,8 @@ const maxFailures = 256
 // rememberFailure remembers a failure to load m that retrying will not fix: wazero refused it (reason
 // InvalidModule, from its compile process), or Config.Permanent says so.
 func (s *Supervisor) rememberFailure(m Module, err error, compiled bool) {
-	if !(compiled && runtime.ReasonOf(err) == runtime.ReasonInvalidModule) && (s.cfg.Permanent == nil || !s.cfg.Permanent(err)) {
+	refused := compiled && runtime.ReasonOf(err) == runtime.ReasonInvalidModule
+	if !refused && (s.cfg.Permanent == nil || !s.cfg.Permanent(err)) {
 		return
 	}
 	s.mu.Lock()
