@@ -125,6 +125,9 @@ func (f *flags) register(fs *flag.FlagSet) {
 
 // pluginFlags configure the plugin runtime; the controller and the webhook server share them.
 type pluginFlags struct {
+	// set holds the names of the flags given on the command line (flags.set), for the deprecated
+	// -plugin-host-idle-timeout.
+	set        map[string]bool
 	cacheDir   cacheDirFlag
 	timeout    time.Duration
 	memoryMiB  uint64
@@ -160,26 +163,40 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.Uint64Var(&p.host.memoryMiB, "plugin-host-memory-mib", pluginhost.DefaultMaxRSS>>20, "The plugin host process is killed (and restarted) when its resident memory exceeds this, in MiB.")
 	fs.Uint64Var(&p.host.addressSpaceMiB, "plugin-host-address-space-mib", 16<<10, "RLIMIT_AS of the plugin host process, in MiB; 0 sets none.")
 	fs.DurationVar(&p.host.grace, "plugin-host-grace", pluginhost.DefaultGrace, "How long past -plugin-timeout a plugin call may run before its host process is killed.")
-	fs.DurationVar(&p.host.idle, "plugin-host-idle-timeout", pluginhost.DefaultIdleTimeout, "Stop the plugin host process when no plugin call used it for this long; the next render that needs a plugin starts a new one. Negative: keep it running.")
+	fs.DurationVar(&p.host.idle, "plugin-host-idle-timeout", pluginhost.DefaultIdleTimeout, "Deprecated: plugin hosts and the modules they load share one idle timeout, -plugin-idle-timeout. Given without it, this sets it (0 or negative: keep hosts and modules).")
 	fs.DurationVar(&p.host.loadTimeout, "plugin-load-timeout", pluginhost.DefaultLoadTimeout, "Longest loading one plugin module (compile, initialise, metadata) may take before its host process is killed.")
 	fs.StringVar(&p.registryCA, "plugin-registry-ca-bundle", "", "File with CA certificates of plugin registries.")
 	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
 	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
-	fs.IntVar(&p.maxLoaded, "plugin-max-loaded", plugin.DefaultMaxLoadedModules, "Most plugin modules kept loaded (~30 MiB each); beyond it the least recently used idle one is unloaded.")
-	fs.DurationVar(&p.idle, "plugin-idle-timeout", plugin.DefaultIdleTimeout, "Unload a plugin module no render used for this long.")
+	fs.IntVar(&p.maxLoaded, "plugin-max-loaded", plugin.DefaultMaxLoadedModules, "Most tenants' plugin modules loaded at once, each in a plugin host process of its own (20–60 MiB each); beyond it the least recently used idle host stops. The built-in plugins share one more host.")
+	fs.DurationVar(&p.idle, "plugin-idle-timeout", plugin.DefaultIdleTimeout, "Stop a plugin host, and have the built-in plugins' host unload a module, that no render used for this long; the next render that needs it starts or loads it again. Negative: keep them.")
 	fs.DurationVar(&p.pull, "plugin-pull-timeout", plugin.DefaultPullTimeout, "Longest a plugin image pull may take, every byte included.")
 	fs.StringVar(&p.verifier, "plugin-verifier", os.Getenv(verifyproc.EnvPath), "The executable that verifies plugin signatures under -plugin-verification-policy, started for each verification. Default: $"+verifyproc.EnvPath+", else "+verifyproc.Executable+" beside this executable (the image ships it).")
 	fs.StringVar(&p.verificationPolicy, "plugin-verification-policy", "", "Name of a ConfigMap in -namespace whose policy.yaml says which plugin images must be signed by whom; a refused module is never loaded (docs/security.md). Empty: no verification, as upstream.")
+}
+
+// idleTimeout is the one idle timeout of plugin hosts and modules: -plugin-idle-timeout, or the deprecated
+// -plugin-host-idle-timeout when only it is given (its 0 kept the host running).
+func (p *pluginFlags) idleTimeout(log logr.Logger) time.Duration {
+	if !p.set["plugin-host-idle-timeout"] {
+		return p.idle
+	}
+	idle := p.idle
+	if !p.set["plugin-idle-timeout"] {
+		idle = cmp.Or(p.host.idle, -1)
+	}
+	log.Info("-plugin-host-idle-timeout is deprecated: plugin hosts and the modules they load share one idle timeout, -plugin-idle-timeout",
+		"idleTimeout", idle.String())
+	return idle
 }
 
 // config returns the plugin manager's configuration. Plugins run in a host process of their own, which these
 // flags bound; the controller's own heap holds no plugin memory.
 func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
 	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20, MemoryBudget: p.budgetMiB << 20,
-		MaxLoadedModules: p.maxLoaded, IdleTimeout: p.idle,
+		MaxLoadedModules: p.maxLoaded, IdleTimeout: p.idleTimeout(log),
 		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP, PullTimeout: p.pull},
-		Host: plugin.HostConfig{MaxRSS: p.host.memoryMiB << 20, AddressSpace: p.host.addressSpaceMiB << 20, Grace: p.host.grace, LoadTimeout: p.host.loadTimeout,
-			IdleTimeout: cmp.Or(p.host.idle, -1)}}
+		Host:     plugin.HostConfig{MaxRSS: p.host.memoryMiB << 20, AddressSpace: p.host.addressSpaceMiB << 20, Grace: p.host.grace, LoadTimeout: p.host.loadTimeout}}
 	if p.registryCA != "" {
 		var err error
 		if cfg.Registry.CABundle, err = os.ReadFile(p.registryCA); err != nil {
@@ -256,6 +273,7 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	f.set = map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { f.set[fl.Name] = true })
+	f.plugins.set = f.set
 	if *printVersion {
 		fmt.Println("osm-controller", buildVersion().String())
 		return

@@ -126,6 +126,8 @@ func webhookMain(args []string) int {
 	fs := flag.NewFlagSet("osm-controller webhook", flag.ExitOnError)
 	f.register(fs)
 	_ = fs.Parse(args)
+	f.plugins.set = map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { f.plugins.set[fl.Name] = true })
 	logger := newLogger(f.logFormat, f.logDebug)
 	if err := runWebhook(f); err != nil {
 		logger.Error(err, "osm-controller webhook failed")

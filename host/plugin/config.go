@@ -14,17 +14,17 @@ import (
 
 // Defaults for Config fields left zero.
 const (
-	// DefaultMaxLoadedModules bounds loaded modules. A loaded Go plugin costs ~30 MB (machine code, a warm
-	// instance); eight of them fit the controller's 1 GiB limit next to its caches, and cover the six built-ins.
-	DefaultMaxLoadedModules = 8
-	// DefaultIdleTimeout unloads a module no call used for this long. Calls the output memo answers never use
-	// the module, so it serves only configurations not seen before, which come in bursts milliseconds apart:
-	// once a burst ends, its machine code (~18 MiB per default plugin) is memory the host holds for nothing.
-	// With 10 minutes, five OSes rendered one after the other kept 92 MiB of it resident through a start of
-	// 500 MachineDeployments; with 2 s, 55 MiB; with 500 ms, 18 MiB (make bench-compare, OSM_BENCH_OS with
-	// five OSes, 2026-11-27). Loading a module again from the compilation cache costs 40-90 ms of the host's
-	// CPU.
-	DefaultIdleTimeout = 500 * time.Millisecond
+	// DefaultMaxLoadedModules bounds the tenants' modules loaded at once, each in a plugin host of its own
+	// (pluginhost.DefaultMaxHosts); the built-ins share one host besides.
+	DefaultMaxLoadedModules = pluginhost.DefaultMaxHosts
+	// DefaultIdleTimeout stops a plugin host, and has the built-in host forget a module, that no call used for
+	// this long (pluginhost.DefaultIdleTimeout). Calls the output memo answers never use the module, so it
+	// serves only configurations not seen before, which come in bursts milliseconds apart: once a burst ends,
+	// its machine code (~18 MiB per default plugin) is memory the host holds for nothing. With 10 minutes,
+	// five OSes rendered one after the other kept 92 MiB of it resident through a start of 500
+	// MachineDeployments; with 2 s, 55 MiB; with 500 ms, 18 MiB (make bench-compare, OSM_BENCH_OS with five
+	// OSes, 2026-11-27). Loading a module again from the compilation cache costs 40-90 ms of the host's CPU.
+	DefaultIdleTimeout = pluginhost.DefaultIdleTimeout
 	// DefaultPullTimeout bounds one pull of a plugin image, every byte included.
 	DefaultPullTimeout = 60 * time.Second
 	// DefaultMaxConcurrentPulls bounds pulls running at once; more wait their turn.
@@ -44,12 +44,14 @@ type Config struct {
 	// reserves its instance's worst case (MemoryLimit plus its input and output plus runtime.MaxStackBytes of
 	// call stack) first. Default runtime.DefaultMemoryBudget.
 	MemoryBudget uint64
-	// MaxLoadedModules bounds the modules kept loaded. Beyond it the least recently used module without a call
-	// in flight is unloaded; its next call loads it again (from CacheDir: a tenth of a second). Default
-	// DefaultMaxLoadedModules.
+	// MaxLoadedModules bounds the tenants' modules loaded at once, each in a plugin host of its own
+	// (pluginhost.Config.MaxHosts; the built-ins share one more host). Beyond it the least recently used host
+	// without a call in flight stops; its module's next call loads it again (from CacheDir: a tenth of a
+	// second). Default DefaultMaxLoadedModules.
 	MaxLoadedModules int
-	// IdleTimeout unloads a module no call has used for this long. Default DefaultIdleTimeout; negative keeps
-	// modules until the bound evicts them.
+	// IdleTimeout stops a plugin host, and has the built-in host forget a module, that no call used for this
+	// long (pluginhost.Config.IdleTimeout). Default DefaultIdleTimeout; negative: never (the bound still
+	// stops tenants' idle hosts).
 	IdleTimeout time.Duration
 	// CacheDir holds compiled code (<dir>/wazero) and pulled artifacts (<dir>/oci) across restarts. Empty keeps
 	// both in memory only, which makes every controller restart compile every plugin from scratch.
@@ -79,9 +81,6 @@ type HostConfig struct {
 	MaxRSS uint64
 	// AddressSpace is the host's RLIMIT_AS in bytes; 0 sets none.
 	AddressSpace uint64
-	// IdleTimeout stops the host when no plugin operation used it for this long (the next one starts a new
-	// host); zero: pluginhost.DefaultIdleTimeout, negative: never.
-	IdleTimeout time.Duration
 	// Quarantine is how long a module whose host died twice within pluginhost.DefaultQuarantineWindow is
 	// refused (doubling each time); zero: pluginhost.DefaultQuarantine.
 	Quarantine time.Duration
@@ -133,7 +132,8 @@ func (c Config) supervisorConfig(hooks runtime.Hooks, reg prometheus.Registerer,
 		hc.CacheDir = filepath.Join(c.CacheDir, "wazero")
 	}
 	return pluginhost.Config{Host: hc, Executable: c.Host.Executable, Grace: c.Host.Grace, LoadTimeout: c.Host.LoadTimeout,
-		MaxRSS: c.Host.MaxRSS, IdleTimeout: c.Host.IdleTimeout, Quarantine: c.Host.Quarantine, Hooks: hooks, Registerer: reg, Log: log}
+		MaxRSS: c.Host.MaxRSS, IdleTimeout: c.IdleTimeout, MaxHosts: c.MaxLoadedModules, Quarantine: c.Host.Quarantine,
+		Permanent: func(err error) bool { return !mayPass(err) }, Hooks: hooks, Registerer: reg, Log: log}
 }
 
 func (c Config) ociOptions(dockerConfig []byte) oci.Options {

@@ -13,6 +13,7 @@
 // host, decoded and checked.
 //
 // A Manager remembers what each module declared, so Identify names a profile's plugin for status and render
-// hashes without a pull or a load; loaded modules are unloaded when idle and loaded again on the next call
-// the memo cannot answer.
+// hashes without a pull or a load. What is loaded where is the supervisor's alone (its hosts, and the
+// modules each loaded): idle hosts stop and the built-in host forgets idle modules, which load again on the
+// next call the memo cannot answer; a load failure that retrying will not fix is remembered there too.
 package plugin

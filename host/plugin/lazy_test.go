@@ -63,7 +63,7 @@ func TestIdentifyLoadsNothing(t *testing.T) {
 // TestIdleModulesAreUnloaded: a module no call used for the idle timeout is unloaded; the Plugin still works
 // and loads it again.
 func TestIdleModulesAreUnloaded(t *testing.T) {
-	m, _, _ := newManager(t, Config{IdleTimeout: 200 * time.Millisecond}, builtinFS(testPlugin(t, "healthy")))
+	m, reg, _ := newManager(t, Config{IdleTimeout: 200 * time.Millisecond}, builtinFS(testPlugin(t, "healthy")))
 	ctx := context.Background()
 	p, err := m.Resolve(ctx, Reference{Builtin: "healthy"})
 	if err != nil {
@@ -76,7 +76,7 @@ func TestIdleModulesAreUnloaded(t *testing.T) {
 	if _, err := p.Render(ctx, renderRequest()); err != nil {
 		t.Fatalf("render after the idle unload: %v", err)
 	}
-	if got := testutil.ToFloat64(m.metrics.evictions); got < 1 {
+	if got := gathered(t, reg, "osm_plugin_unloads_total"); got < 1 {
 		t.Errorf("unloads = %v", got)
 	}
 }
@@ -87,7 +87,7 @@ func TestIdleModulesAreUnloaded(t *testing.T) {
 func TestUnloadNeverBreaksACall(t *testing.T) {
 	healthy := testPlugin(t, "healthy")
 	builtins := fstest.MapFS{"healthy.wasm": {Data: healthy}, "other.wasm": {Data: withCustomSection(healthy, "osm-test-other")}}
-	m, _, _ := newManager(t, Config{MaxLoadedModules: 1}, builtins)
+	m, reg, _ := newManager(t, Config{MaxLoadedModules: 1}, builtins)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	errs := make(chan error, 100)
@@ -115,7 +115,7 @@ func TestUnloadNeverBreaksACall(t *testing.T) {
 	if n := m.Loaded(); n > 1 {
 		t.Errorf("%d modules loaded once the calls ended, bound 1", n)
 	}
-	if got := testutil.ToFloat64(m.metrics.evictions); got < 1 {
+	if got := gathered(t, reg, "osm_plugin_unloads_total"); got < 1 {
 		t.Errorf("unloads = %v; the test did not exercise eviction", got)
 	}
 }
@@ -231,8 +231,8 @@ func TestRememberedRendersStartNoHost(t *testing.T) {
 			if ref.Image != "" {
 				cache = t.TempDir()
 			}
-			m, _, _ := newManager(t, Config{CacheDir: cache, IdleTimeout: 100 * time.Millisecond, Registry: RegistryConfig{PlainHTTP: true},
-				Host: HostConfig{IdleTimeout: 200 * time.Millisecond}}, builtinFS(healthy))
+			m, _, _ := newManager(t, Config{CacheDir: cache, IdleTimeout: 200 * time.Millisecond, Registry: RegistryConfig{PlainHTTP: true}},
+				builtinFS(healthy))
 			ctx := WaitForPulls(context.Background())
 			p, err := m.Resolve(ctx, ref)
 			if err != nil {

@@ -55,7 +55,9 @@ func (r Reference) String() string {
 	return r.Image
 }
 
-// Manager resolves plugin references and keeps a bounded set of modules loaded. It is safe for concurrent use.
+// Manager resolves plugin references and runs their calls in the plugin hosts. It is safe for concurrent use.
+// What is loaded where, for how long, and within which bound is the supervisor's (package pluginhost): the
+// Manager keeps no record of loaded modules, only what they declared (meta) and which module an image holds.
 //
 // It separates knowing which module a reference names (Identify: no compile, no pull) from having it ready
 // to call (Resolve, and every call through the returned Plugin), because the first is what status and render
@@ -68,9 +70,8 @@ type Manager struct {
 	log      logr.Logger
 
 	// ctx ends at Close; background pulls run under it.
-	ctx     context.Context
-	cancel  context.CancelFunc
-	janitor sync.WaitGroup
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	host *pluginhost.Supervisor
 	// scratch is the hosts' temporary cache directory, removed at Close, when Config.Precompiled is set
@@ -82,7 +83,6 @@ type Manager struct {
 	mu      sync.Mutex
 	digests map[string]string   // built-in name -> module digest, computed once from the embedded bytes
 	meta    map[string]declared // by module digest, kept after the module is unloaded
-	mods    modules
 	pulls   pulls
 	clients map[[sha256.Size]byte]*oci.Client
 }
@@ -103,7 +103,6 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 	m := &Manager{cfg: cfg, builtins: builtins, metrics: met, log: log,
 		digests: map[string]string{}, meta: map[string]declared{}, clients: map[[sha256.Size]byte]*oci.Client{}}
 	m.memo.Store(newManagerMemo())
-	m.mods.init()
 	m.pulls.init(cfg.Registry.MaxConcurrentPulls)
 	m.hooks = met.hooks(m.logOutput, m.logCompile)
 	scfg := cfg.supervisorConfig(m.hooks, reg, log.WithName("host"))
@@ -124,7 +123,6 @@ func New(cfg Config, builtins fs.FS, reg prometheus.Registerer, log logr.Logger)
 		return nil, err
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.startJanitor()
 	return m, nil
 }
 
@@ -196,28 +194,29 @@ func (m *Manager) Metadata(moduleDigest string) (abi.Metadata, bool) {
 // reconcile whose renders are all remembered never reaches the plugin host, which can then stay stopped
 // (pluginhost's idle timeout) with none of its modules' machine code resident. Errors are one line naming the
 // plugin; load failures of a module are remembered by digest, so a broken plugin costs one compile, not one
-// per reconcile.
+// per reconcile (the supervisor remembers them: pluginhost.Config.Permanent).
 func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
 	source, err := m.Identify(ref)
 	if err != nil {
 		return nil, err
 	}
-	p := &Plugin{Source: source, m: m, ref: ref, owner: new(byte)}
+	p := &Plugin{Source: source, m: m, ref: ref}
 	if p.Source.ModuleDigest == "" && ref.Image != "" {
 		p.Source.ModuleDigest = m.pulledDigest(ref)
 	}
 	d, known := m.declaredBy(p.Source.ModuleDigest)
 	if !known {
-		mod, release, err := p.acquire(ctx)
+		src, err := p.module(ctx)
 		if err != nil {
 			return nil, err
 		}
-		defer release()
-		if source.ModuleDigest != "" && mod.Digest() != source.ModuleDigest {
-			return nil, fmt.Errorf("plugin %s: module changed from %s to %s", ref, source.ModuleDigest, mod.Digest())
+		if source.ModuleDigest != "" && src.Digest != source.ModuleDigest {
+			return nil, fmt.Errorf("plugin %s: module changed from %s to %s", ref, source.ModuleDigest, src.Digest)
 		}
-		p.Source.ModuleDigest = mod.Digest()
-		d = mod.declared
+		if d, err = m.load(ctx, src); err != nil {
+			return nil, err
+		}
+		p.Source.ModuleDigest, p.loaded = src.Digest, true
 	}
 	p.meta, p.validates, p.encodes = d.meta, d.validates, d.encodes
 	if p.Config, err = p.meta.ApplyConfig(ref.Config); err != nil {
@@ -236,14 +235,11 @@ func (m *Manager) pulledDigest(ref Reference) string {
 // declaredBy returns what the module with the digest declared when it was last loaded, unless loading it
 // failed since.
 func (m *Manager) declaredBy(digest string) (declared, bool) {
-	if digest == "" {
+	if digest == "" || m.host.Failed(digest) != nil {
 		return declared{}, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, failed := m.mods.failed[digest]; failed {
-		return declared{}, false
-	}
 	d, ok := m.meta[digest]
 	return d, ok
 }
@@ -377,7 +373,7 @@ func (m *Manager) BuiltinNames() ([]string, error) {
 
 // remember keeps what a loaded module declared, so Resolve and Identify's callers have it after the module
 // is unloaded.
-func (m *Manager) remember(mod *module) {
+func (m *Manager) remember(digest string, d declared) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.meta) >= maxRememberedMetadata {
@@ -386,8 +382,11 @@ func (m *Manager) remember(mod *module) {
 			break
 		}
 	}
-	m.meta[mod.Digest()] = mod.declared
+	m.meta[digest] = d
 }
+
+// Loaded returns how many modules the plugin hosts have loaded or are loading.
+func (m *Manager) Loaded() int { return m.host.Loaded() }
 
 // client returns an OCI client for the pull secret, reusing clients so their token caches survive.
 func (m *Manager) client(pullSecret []byte) (*oci.Client, error) {
@@ -405,15 +404,13 @@ func (m *Manager) client(pullSecret []byte) (*oci.Client, error) {
 	return c, nil
 }
 
-// Close stops the plugin host, pulls and the idle timer, and forgets every module.
+// Close stops the plugin hosts and pulls.
 func (m *Manager) Close(ctx context.Context) error {
 	m.cancel()
-	// The host goes first: loads and calls in flight then end at once (ReasonClosed) instead of holding the
+	// The hosts go first: loads and calls in flight then end at once (ReasonClosed) instead of holding the
 	// shutdown for a compile.
 	m.host.Close()
-	m.janitor.Wait()
 	m.pulls.wait()
-	m.unloadAll()
 	if m.scratch != "" {
 		_ = os.RemoveAll(m.scratch)
 	}

@@ -182,7 +182,7 @@ func TestResolveImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mod, ok := m.loadedModule(p.Source.ModuleDigest); !ok || p.Source.ManifestDigest != art.ManifestDigest.String() || p.Source.ModuleDigest != runtime.Digest(wasm) || mod.src.Name != host+"/osm/healthy" {
+	if mod, ok := m.host.Module(p.Source.ModuleDigest); !ok || p.Source.ManifestDigest != art.ManifestDigest.String() || p.Source.ModuleDigest != runtime.Digest(wasm) || mod.Name != host+"/osm/healthy" {
 		t.Errorf("source = %+v, loaded %v", p.Source, ok)
 	}
 	if _, err := p.Render(ctx, renderRequest()); err != nil {

@@ -16,8 +16,6 @@ type metrics struct {
 	calls     *prometheus.HistogramVec
 	failures  *prometheus.CounterVec
 	cacheHits *prometheus.CounterVec
-	loaded    prometheus.Gauge
-	evictions prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -40,14 +38,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "osm_plugin_cache_hits_total",
 			Help: "Plugin loads served from a cache layer: memory (already loaded), disk (compiled code), oci (pulled artifact).",
 		}, []string{"layer"}),
-		loaded: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "osm_plugin_loaded_modules",
-			Help: "Plugin modules loaded (compiled and instantiated) now; bounded by the loaded-modules limit.",
-		}),
-		evictions: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "osm_plugin_unloads_total",
-			Help: "Plugin modules unloaded to stay within the loaded-modules limit, after the idle timeout, or after an admission review.",
-		}),
 	}
 	var err error
 	if m.compile, err = metricsreg.Register(reg, m.compile); err != nil {
@@ -60,12 +50,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.cacheHits, err = metricsreg.Register(reg, m.cacheHits); err != nil {
-		return nil, err
-	}
-	if m.loaded, err = metricsreg.Register(reg, m.loaded); err != nil {
-		return nil, err
-	}
-	if m.evictions, err = metricsreg.Register(reg, m.evictions); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
 )
@@ -23,9 +24,9 @@ type Source struct {
 	ModuleDigest string `json:"moduleDigest"`
 }
 
-// Plugin is a resolved plugin bound to a profile's configuration. It does not keep its module loaded: each
-// call pins the module for its duration, loading it again if the Manager unloaded it meanwhile, so holding a
-// Plugin costs nothing and an unload never breaks a call.
+// Plugin is a resolved plugin bound to a profile's configuration. It does not keep its module loaded: the
+// plugin host pins the module for each call's duration, loading it again if it was unloaded meanwhile, so
+// holding a Plugin costs nothing and an unload never breaks a call.
 type Plugin struct {
 	Source Source
 	// Config is the profile's plugin config with the schema's defaults filled in.
@@ -34,8 +35,8 @@ type Plugin struct {
 	m    *Manager
 	ref  Reference
 	meta abi.Metadata
-	// owner identifies this Plugin to the Manager (see Discard).
-	owner     *byte
+	// loaded says Resolve loaded the module for this Plugin (see Discard).
+	loaded    bool
 	validates bool
 	encodes   bool
 }
@@ -97,11 +98,12 @@ func (p *Plugin) Encode(ctx context.Context, req *abi.EncodeRequest) (*abi.Encod
 }
 
 // Discard tells the Manager this Plugin will not be called again, as after an admission review: the module
-// is unloaded at once if this Plugin loaded it, no call is in flight and no other Plugin has used it. A
-// rejected profile thereby leaves nothing loaded behind.
+// is unloaded at once if this Plugin's Resolve loaded it and no call is in flight (pluginhost's Unload). A
+// rejected profile thereby leaves nothing loaded behind; a render that used the module meanwhile loads it
+// again from the compilation cache.
 func (p *Plugin) Discard() {
-	if p.Source.ModuleDigest != "" {
-		p.m.discard(p.Source.ModuleDigest, p.owner)
+	if p.loaded && p.Source.ModuleDigest != "" {
+		p.m.host.Unload(p.Source.ModuleDigest)
 	}
 }
 
@@ -109,8 +111,8 @@ func (p *Plugin) Discard() {
 // controller parses untrusted plugin output with the standard library only) and answers from the memo
 // (memo.go) with a copy of a remembered response when it can: a hit neither loads the module nor reaches the
 // plugin host, so the module of a profile whose MachineDeployments all render alike can stay unloaded.
-// Otherwise it pins the module for the call's duration (loading or pulling it again if the Manager unloaded
-// it meanwhile), runs export in the plugin host, and decodes and checks the answer, which the memo then
+// Otherwise it runs export in the plugin host, which pins the module for the call's duration (loading it,
+// or pulling it first, if it was unloaded meanwhile), and decodes and checks the answer, which the memo then
 // remembers. Its failures are callFailure's.
 func send[Resp any, PResp interface {
 	*Resp
@@ -129,16 +131,14 @@ func send[Resp any, PResp interface {
 	if memo.hit {
 		return memo.resp.(*Resp), nil
 	}
-	mod, release, err := p.acquire(ctx)
+	src, err := p.module(ctx)
 	if err != nil {
 		return nil, callFailure(err)
 	}
-	if digest != "" && mod.Digest() != digest {
-		release()
-		return nil, callFailure(fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, digest, mod.Digest()))
+	if digest != "" && src.Digest != digest {
+		return nil, callFailure(fmt.Errorf("plugin %s: module changed from %s to %s", p.ref, digest, src.Digest))
 	}
-	out, err := p.m.host.Call(ctx, mod.src, export, in)
-	release()
+	out, err := p.m.host.Call(ctx, src, export, in)
 	if err != nil {
 		return nil, callFailure(err)
 	}
@@ -162,12 +162,11 @@ func (p *Plugin) name() string {
 	return repo
 }
 
-// acquire pins the plugin's module, loading (built-in) or pulling and loading (image) it if needed.
-func (p *Plugin) acquire(ctx context.Context) (*module, func(), error) {
+// module returns the plugin's module as the plugin host takes it: a built-in's from the executable, an
+// image's as a plugin host loaded it, or pulled (and loaded) again if none has it.
+func (p *Plugin) module(ctx context.Context) (pluginhost.Module, error) {
 	if p.ref.Builtin != "" {
-		return p.m.acquire(ctx, p.Source.ModuleDigest, p.owner, func(ctx context.Context) (*module, error) {
-			return p.m.loadModule(ctx, p.m.builtinSource(p.ref.Builtin, p.ref.Label, p.Source.ModuleDigest, p.ref.Namespace))
-		})
+		return p.m.builtinSource(p.ref.Builtin, p.ref.Label, p.Source.ModuleDigest, p.ref.Namespace), nil
 	}
-	return p.m.acquireImage(ctx, p.ref, p.owner)
+	return p.m.imageModule(ctx, p.ref)
 }

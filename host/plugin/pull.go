@@ -109,26 +109,29 @@ func (p *pulls) wait() { p.running.Wait() }
 // (from the disk cache) when needed.
 const maxRememberedPulls = 4096
 
-// acquireImage returns the loaded module of an image reference, pinned until release is called.
-func (m *Manager) acquireImage(ctx context.Context, ref Reference, owner *byte) (*module, func(), error) {
+// imageModule returns the module of an image reference as a plugin host loaded it (with its bytes, for a host
+// that must load it again). The module may be unloaded between the pull's load and our call (its host idle or
+// evicted); pulling again is then served by the disk cache. Two rounds suffice unless the bound is far too
+// small.
+func (m *Manager) imageModule(ctx context.Context, ref Reference) (pluginhost.Module, error) {
 	key := keyOf(ref)
-	// The module may be unloaded between the pull's load and our pin (another plugin needed the room); pulling
-	// again is then served by the disk cache. Two rounds suffice unless the bound is far too small.
 	for range 3 {
 		m.mu.Lock()
 		digest, ok := m.pulls.pulled[key]
 		m.mu.Unlock()
 		if ok {
-			mod, release, err := m.acquire(ctx, digest, owner, nil)
-			if err != nil || mod != nil {
-				return mod, release, err
+			if err := m.host.Failed(digest); err != nil {
+				return pluginhost.Module{}, err
+			}
+			if src, ok := m.host.Module(digest); ok {
+				return src, nil
 			}
 		}
 		if err := m.awaitPull(ctx, key, ref); err != nil {
-			return nil, nil, err
+			return pluginhost.Module{}, err
 		}
 	}
-	return nil, nil, fmt.Errorf("plugin image %s: unloaded again right after loading: raise the loaded-modules bound (%d)", ref.Image, m.cfg.MaxLoadedModules)
+	return pluginhost.Module{}, fmt.Errorf("plugin image %s: unloaded again right after loading: raise the plugin host bound (%d)", ref.Image, m.cfg.MaxLoadedModules)
 }
 
 // awaitPull starts or joins the pull of key and waits for it as the context allows.
@@ -224,15 +227,11 @@ func (m *Manager) pullAndLoad(key pullKey, ref Reference, job *pullJob) (string,
 	m.log.V(1).Info("pulled plugin image", "image", ref.Image, "module", art.ModuleDigest.String(), "fromCache", art.FromCache,
 		"seconds", time.Since(job.started).Seconds())
 	digest := runtime.Digest(art.Module)
-	// The slot keeps the bytes while the module is loaded, for a plugin host that comes back empty after a kill.
+	// The supervisor keeps the bytes with the loaded module, for a plugin host that must load it again.
 	wasm := art.Module
 	src := pluginhost.Module{Name: name, Digest: digest, Namespace: ref.Namespace, Bytes: func() ([]byte, func(), error) { return wasm, func() {}, nil }}
-	_, release, err := m.acquire(m.ctx, digest, nil, func(ctx context.Context) (*module, error) {
-		return m.loadModule(ctx, src)
-	})
-	if err != nil {
+	if _, err := m.load(m.ctx, src); err != nil {
 		return "", err
 	}
-	release()
 	return digest, nil
 }

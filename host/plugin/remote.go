@@ -7,14 +7,6 @@ import (
 	"github.com/osmhq/osm/sdk/abi"
 )
 
-// module is a module loaded in the plugin host: what it declared, and how to send it to a host again (a
-// host killed for another module's sake comes back empty). The controller holds no compiled code and runs
-// no guest code; every call crosses to the host (package pluginhost).
-type module struct {
-	src pluginhost.Module
-	declared
-}
-
 // declared is what a module declared when it was loaded: its metadata and optional exports.
 type declared struct {
 	meta      abi.Metadata
@@ -22,14 +14,15 @@ type declared struct {
 	encodes   bool
 }
 
-func (mod *module) Digest() string         { return mod.src.Digest }
-func (mod *module) Metadata() abi.Metadata { return mod.meta }
-
-// load sends src to the plugin host and reads what it declared.
-func (m *Manager) loadModule(ctx context.Context, src pluginhost.Module) (*module, error) {
+// load has the plugin host load src (once: a loaded module answers at once) and remembers what it declared.
+// The controller holds no compiled code and runs no guest code; every call crosses to the host (package
+// pluginhost), which keeps the module, with its bytes for a host that must load it again.
+func (m *Manager) load(ctx context.Context, src pluginhost.Module) (declared, error) {
 	res, err := m.host.Load(ctx, src)
 	if err != nil {
-		return nil, err
+		return declared{}, err
 	}
-	return &module{src: src, declared: declared{meta: res.Metadata, validates: res.Validates, encodes: res.Encodes}}, nil
+	d := declared{meta: res.Metadata, validates: res.Validates, encodes: res.Encodes}
+	m.remember(src.Digest, d)
+	return d, nil
 }

@@ -65,7 +65,7 @@ func TestVerificationBeforeLoad(t *testing.T) {
 	if n := testutil.CollectAndCount(m.metrics.compile); n != 0 {
 		t.Errorf("%d compilations for a refused module", n)
 	}
-	if got := testutil.ToFloat64(m.metrics.loaded); got != 0 {
+	if got := m.Loaded(); got != 0 {
 		t.Errorf("%v modules loaded after a refusal", got)
 	}
 	if got := testutil.ToFloat64(m.metrics.failures.WithLabelValues(host+"/osm/healthy", "SignatureRefused")); got != 1 {

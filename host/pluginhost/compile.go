@@ -119,13 +119,9 @@ func (s *Supervisor) forgetCompiled(digest string) {
 }
 
 // compileOnce runs one compile process for m; concurrent callers wait for it. A module that failed to
-// compile (invalid) fails again at once until Unload.
+// compile (invalid) is remembered (rememberFailure): it fails again at once until Unload.
 func (s *Supervisor) compileOnce(ctx context.Context, m Module) error {
 	s.mu.Lock()
-	if err := s.compileFailed[m.Digest]; err != nil {
-		s.mu.Unlock()
-		return err
-	}
 	if _, ok := s.compiled[m.Digest]; ok {
 		s.mu.Unlock()
 		return nil
@@ -152,6 +148,9 @@ func (s *Supervisor) compile(m Module, c *compileState) {
 	release := s.compileSlot(m.Namespace)
 	arts, err := s.runCompile(m)
 	release()
+	if err != nil {
+		s.rememberFailure(m, err, true)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.compiles, m.Digest)
@@ -161,13 +160,6 @@ func (s *Supervisor) compile(m Module, c *compileState) {
 		if err := s.record(m.Digest, arts); err != nil {
 			s.log.Info("could not record a tenant's compiled module; the next controller compiles it again", "plugin", m.Name, "digest", m.Digest, "cause", err.Error())
 		}
-		return
-	}
-	if runtime.ReasonOf(err) == runtime.ReasonInvalidModule {
-		if len(s.compileFailed) >= maxRecords {
-			clear(s.compileFailed)
-		}
-		s.compileFailed[m.Digest] = err
 	}
 }
 

@@ -12,6 +12,8 @@ type metrics struct {
 	retries     prometheus.Counter
 	quarantines prometheus.Counter
 	compileCPU  prometheus.Counter
+	loaded      prometheus.Gauge
+	unloads     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -26,6 +28,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Plugin modules quarantined because their host died repeatedly."}),
 		compileCPU: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_compile_cpu_seconds_total",
 			Help: "CPU time of the processes that compiled tenants' modules (role compile), which run no guest code."}),
+		loaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "osm_plugin_loaded_modules",
+			Help: "Plugin modules loaded in the running plugin hosts; at most one per tenant's host (-plugin-max-loaded hosts) plus the built-ins."}),
+		unloads: prometheus.NewCounter(prometheus.CounterOpts{Name: "osm_plugin_unloads_total",
+			Help: "Plugin modules unloaded: their host stopped (idle, or evicted past -plugin-max-loaded), the built-in host forgot an idle one, or an admission review discarded one."}),
 	}
 	if reg == nil {
 		return m, nil
@@ -44,6 +50,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.compileCPU, err = metricsreg.Register(reg, m.compileCPU); err != nil {
+		return nil, err
+	}
+	if m.loaded, err = metricsreg.Register(reg, m.loaded); err != nil {
+		return nil, err
+	}
+	if m.unloads, err = metricsreg.Register(reg, m.unloads); err != nil {
 		return nil, err
 	}
 	return m, nil

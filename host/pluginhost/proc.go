@@ -81,10 +81,18 @@ type reply struct {
 	payload []byte
 }
 
+// loadState is a module loaded, or being loaded, in a host: the supervisor's record of what is loaded where.
 type loadState struct {
 	done chan struct{}
 	res  LoadResult
 	err  error
+	// m is the module as it was loaded, for a host that must load it again (Supervisor.Module).
+	m Module
+	// calls counts the operations using the module now, the load included; used is when the last one ended.
+	// The built-in host forgets a module unused for IdleTimeout (idle), never one in use.
+	calls int
+	used  time.Time
+	idle  *time.Timer
 }
 
 // death says why a host ended. In a tenant's host every operation in flight was its module's; in the
@@ -463,31 +471,92 @@ func (p *proc) diedFor(id uint64) error {
 	return &hostDied{death: d, culprit: d.culprits[id]}
 }
 
-// ensureLoaded loads m into this host once; concurrent callers wait for the first.
-func (p *proc) ensureLoaded(ctx context.Context, m Module) (LoadResult, error) {
+// use loads m into this host once (concurrent callers wait for the first) and pins it for an operation,
+// which calls done when it ends. A failure retrying will not fix is remembered (Supervisor.rememberFailure).
+func (p *proc) use(ctx context.Context, m Module) (*loadState, error) {
 	p.mu.Lock()
 	ls, ok := p.loaded[m.Digest]
 	if !ok {
-		ls = &loadState{done: make(chan struct{})}
+		ls = &loadState{done: make(chan struct{}), m: m}
 		p.loaded[m.Digest] = ls
 	}
+	ls.calls++
 	p.mu.Unlock()
 	if ok {
 		select {
 		case <-ls.done:
-			return ls.res, ls.err
+			if hit := p.s.cfg.Hooks.CacheHit; hit != nil && ls.err == nil {
+				hit(runtime.LayerMemory)
+			}
 		case <-ctx.Done():
-			return LoadResult{}, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonCanceled, Detail: "waiting for the module to load: " + ctx.Err().Error(), Err: ctx.Err()}
+			p.done(ls)
+			return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonCanceled, Detail: "waiting for the module to load: " + ctx.Err().Error(), Err: ctx.Err()}
 		}
+	} else {
+		ls.res, ls.err = p.load(ctx, m)
+		if ls.err != nil {
+			p.mu.Lock()
+			if p.loaded[m.Digest] == ls {
+				delete(p.loaded, m.Digest)
+			}
+			p.mu.Unlock()
+			p.s.rememberFailure(m, ls.err, false)
+		}
+		close(ls.done)
+		p.s.countLoaded()
 	}
-	ls.res, ls.err = p.load(ctx, m)
 	if ls.err != nil {
-		p.mu.Lock()
-		delete(p.loaded, m.Digest)
-		p.mu.Unlock()
+		p.done(ls)
+		return nil, ls.err
 	}
-	close(ls.done)
-	return ls.res, ls.err
+	return ls, nil
+}
+
+// done ends an operation's use of a module; in the built-in host, the last one starts its idle countdown.
+func (p *proc) done(ls *loadState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ls.calls--
+	ls.used = time.Now()
+	idle := p.s.cfg.IdleTimeout
+	if ls.calls > 0 || ls.err != nil || p.role != roleBuiltin || idle < 0 {
+		return
+	}
+	if ls.idle == nil {
+		ls.idle = time.AfterFunc(idle, func() {
+			if p.unload(ls.m.Digest, idle) {
+				p.s.unloaded(1)
+			}
+		})
+	} else {
+		ls.idle.Reset(idle)
+	}
+}
+
+// loadedCount counts the modules loaded, or being loaded, in a live host.
+func (p *proc) loadedCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.death != nil {
+		return 0
+	}
+	return len(p.loaded)
+}
+
+// module returns the module with the digest as this live host loaded it.
+func (p *proc) module(digest string) (Module, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ls, ok := p.loaded[digest]
+	if !ok || p.death != nil {
+		return Module{}, false
+	}
+	select {
+	case <-ls.done:
+		return ls.m, ls.err == nil
+	default:
+		return ls.m, true // being loaded: an operation with it waits for that load
+	}
 }
 
 func (p *proc) load(ctx context.Context, m Module) (LoadResult, error) {
@@ -542,10 +611,12 @@ func (p *proc) loadFrom(ctx context.Context, m Module) (*header, error) {
 // call runs export of m on this host, loading m first if the host does not have it.
 func (p *proc) call(ctx context.Context, m Module, export string, in []byte) ([]byte, error) {
 	for range 2 {
-		if _, err := p.ensureLoaded(ctx, m); err != nil {
+		ls, err := p.use(ctx, m)
+		if err != nil {
 			return nil, err
 		}
 		h, out, err := p.roundTrip(ctx, &header{Op: opCall, Digest: m.Digest, Export: export}, in, p.s.cfg.Host.Timeout+p.s.cfg.Grace)
+		p.done(ls)
 		if err != nil {
 			return nil, err
 		}
@@ -559,22 +630,31 @@ func (p *proc) call(ctx context.Context, m Module, export string, in []byte) ([]
 			return nil, h.Err.err()
 		}
 		p.mu.Lock()
-		delete(p.loaded, m.Digest)
+		if p.loaded[m.Digest] == ls {
+			delete(p.loaded, m.Digest)
+		}
 		p.mu.Unlock()
 	}
 	return nil, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Export: export, Reason: runtime.ReasonClosed, Detail: "the plugin host unloaded the module again right after loading it"}
 }
 
-// unload tells the host to drop m; the host answers, but nobody waits for it.
-func (p *proc) unload(digest string) {
+// unload tells the host to drop the module with the digest, unless an operation uses it or, with
+// idleFor > 0, one ended less than idleFor ago; the host answers, but nobody waits for it. It reports
+// whether the module was dropped.
+func (p *proc) unload(digest string, idleFor time.Duration) bool {
 	p.mu.Lock()
-	_, ok := p.loaded[digest]
-	delete(p.loaded, digest)
-	dead := p.death != nil
-	p.mu.Unlock()
-	if ok && !dead {
-		_ = p.out.write(&header{Op: opUnload, Digest: digest}, nil)
+	ls, ok := p.loaded[digest]
+	if !ok || ls.calls > 0 || p.death != nil || (idleFor > 0 && time.Since(ls.used) < idleFor) {
+		p.mu.Unlock()
+		return false
 	}
+	if ls.idle != nil {
+		ls.idle.Stop()
+	}
+	delete(p.loaded, digest)
+	p.mu.Unlock()
+	_ = p.out.write(&header{Op: opUnload, Digest: digest}, nil)
+	return true
 }
 
 // readStderr keeps the end of what the host itself wrote (a Go runtime's fatal error, never guest output,

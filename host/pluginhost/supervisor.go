@@ -27,6 +27,11 @@
 //   - number: at most MaxHosts tenants' hosts live at once, MaxHostsPerNamespace of one namespace's modules
 //     (and so as many compiles). Past it the least recently used idle one stops; when none is idle, a new
 //     module's operation waits for one (at most its load's wall-clock cap).
+//   - what is loaded where: the supervisor is the controller's one registry of loaded modules (hosts, and in
+//     each host the modules it loaded: proc.loaded). A host no operation used for IdleTimeout stops, and the
+//     built-in host forgets a module no operation used for as long; neither happens under an operation in
+//     flight. A load that fails for a reason retrying will not fix (Config.Permanent, and a compile wazero
+//     refuses) is remembered by digest, so a broken module costs one load, not one per reconcile.
 //
 // The design follows Chromium's site isolation and Crossplane functions (third-party logic in a process of
 // its own, killed by the host when it misbehaves).
@@ -110,8 +115,9 @@ type Config struct {
 	WallFactor int
 	// MaxRSS kills a host whose resident memory exceeds it, in bytes. Default DefaultMaxRSS; negative: none.
 	MaxRSS uint64
-	// IdleTimeout stops a host when no operation used it for this long. Default DefaultIdleTimeout;
-	// negative: never (MaxHosts still evicts idle tenants' hosts).
+	// IdleTimeout stops a host when no operation used it for this long, and has the built-in host forget a
+	// module no operation used for this long. Default DefaultIdleTimeout; negative: never (MaxHosts still
+	// evicts idle tenants' hosts).
 	IdleTimeout time.Duration
 	// MaxHosts bounds the tenants' hosts alive at once. Default DefaultMaxHosts.
 	MaxHosts int
@@ -129,6 +135,10 @@ type Config struct {
 	// Quarantine, doubled at every further quarantine up to 30 minutes.
 	QuarantineWindow time.Duration
 	Quarantine       time.Duration
+	// Permanent says whether a module's failure to load will not pass by retrying, so that the failure is
+	// remembered (see Failed) and its module not loaded again until Unload. Nil: only modules wazero
+	// refuses to compile are remembered.
+	Permanent func(error) bool
 	// Hooks receive the hosts' runtime events (compiles, calls, guest output), as if the runtime were local.
 	Hooks runtime.Hooks
 	// Registerer gets the supervisor's metrics; nil registers none.
@@ -254,9 +264,11 @@ type Supervisor struct {
 	lastStartFailure time.Time
 
 	// compiled holds the digests of the files each tenant's module's compile process wrote (compile.go),
-	// recorded before any host ran from them; compiles are the compile processes in flight, compileFailed
-	// the modules that do not compile, and compileSlots and nsCompiles bound the compile processes alive.
+	// recorded before any host ran from them; compiles are the compile processes in flight, and compileSlots and nsCompiles bound the compile processes alive.
 	compiled map[string]Artifacts
+	// failed remembers the modules that failed to load for a reason retrying will not fix (Config.Permanent,
+	// or a compile wazero refused), at most maxFailures of them.
+	failed map[string]error
 	// builtinStamps are the stamps of the built-in host's cache (BuiltinDir), taken once, when the first
 	// built-in host starts (with s.mu held: once per supervisor, where that host would have hashed them).
 	// Taking them in the background from New competed with the controller's own start for the CPU and
@@ -264,7 +276,6 @@ type Supervisor struct {
 	stampOnce     sync.Once
 	builtinStamps Stamps
 	compiles      map[string]*compileState
-	compileFailed map[string]error
 	compileSlots  chan struct{}
 	nsCompiles    map[string]chan struct{}
 	// scratch is the cache directory made for the hosts when Config.Host.CacheDir is empty, removed at Close.
@@ -301,7 +312,7 @@ func New(cfg Config) (*Supervisor, error) {
 	}
 	s := &Supervisor{cfg: cfg, log: cfg.Log, metrics: met, hosts: map[string]*host{}, freed: make(chan struct{}),
 		strikes: map[string]*record{}, compiled: map[string]Artifacts{}, compiles: map[string]*compileState{},
-		compileFailed: map[string]error{}, compileSlots: make(chan struct{}, cfg.MaxHosts), nsCompiles: map[string]chan struct{}{}}
+		failed: map[string]error{}, compileSlots: make(chan struct{}, cfg.MaxHosts), nsCompiles: map[string]chan struct{}{}}
 	if cfg.Host.CacheDir == "" {
 		// Tenants' modules are compiled by processes that run no guest code, into a cache their hosts read.
 		if s.scratch, err = os.MkdirTemp("", "osm-plugin-cache-"); err != nil {
@@ -323,9 +334,13 @@ func (s *Supervisor) stampBuiltins() {
 func (s *Supervisor) Load(ctx context.Context, m Module) (LoadResult, error) {
 	var res LoadResult
 	err := s.run(ctx, m, "load", func(p *proc) error {
-		var err error
-		res, err = p.ensureLoaded(ctx, m)
-		return err
+		ls, err := p.use(ctx, m)
+		if err != nil {
+			return err
+		}
+		res = ls.res
+		p.done(ls)
+		return nil
 	})
 	return res, err
 }
@@ -350,6 +365,9 @@ const maxRetries = 3
 // runs the built-ins: the operations it was killed for fail, the others run again on a fresh one.
 func (s *Supervisor) run(ctx context.Context, m Module, what string, op func(*proc) error) error {
 	for attempt := 0; ; attempt++ {
+		if err := s.Failed(m.Digest); err != nil {
+			return err
+		}
 		if err := s.quarantined(m); err != nil {
 			return err
 		}
@@ -436,7 +454,10 @@ func (s *Supervisor) acquire(ctx context.Context, m Module) (*host, error) {
 		if full, victim := s.fullLocked(m); full {
 			if victim != nil {
 				delete(s.hosts, victim.key)
-				go victim.p.stop(fmt.Sprintf("evicted: more than %d plugin hosts, or %d of one namespace", s.cfg.MaxHosts, s.cfg.MaxHostsPerNamespace))
+				go func() {
+					s.unloaded(victim.p.loadedCount())
+					victim.p.stop(fmt.Sprintf("evicted: more than %d plugin hosts, or %d of one namespace", s.cfg.MaxHosts, s.cfg.MaxHostsPerNamespace))
+				}()
 				s.mu.Unlock()
 				continue
 			}
@@ -553,6 +574,7 @@ func (s *Supervisor) stopIdle(h *host) {
 	delete(s.hosts, h.key)
 	s.signalFreedLocked()
 	s.mu.Unlock()
+	s.unloaded(h.p.loadedCount())
 	h.p.stop("plugin host idle for " + s.cfg.IdleTimeout.String())
 }
 
@@ -569,6 +591,7 @@ func (s *Supervisor) reap(h *host) {
 	}
 	s.signalFreedLocked()
 	s.mu.Unlock()
+	s.countLoaded()
 }
 
 func isDead(p *proc) bool {
@@ -645,12 +668,14 @@ func (s *Supervisor) quarantined(m Module) error {
 			r.until.UTC().Format(time.RFC3339), s.cfg.QuarantineWindow, r.cause)}
 }
 
-// Unload drops the module: a tenant's host without operations stops, the built-in host forgets it.
+// Unload drops the module unless an operation uses it: a tenant's host stops, the built-in host forgets it.
+// It also forgets a remembered failure of the module.
 func (s *Supervisor) Unload(digest string) {
 	s.mu.Lock()
-	delete(s.compileFailed, digest)
+	delete(s.failed, digest)
 	h := s.hosts[digest]
-	if h != nil && h.users == 0 {
+	stop := h != nil && h.users == 0
+	if stop {
 		delete(s.hosts, digest)
 		s.signalFreedLocked()
 	} else if h == nil {
@@ -658,11 +683,82 @@ func (s *Supervisor) Unload(digest string) {
 	}
 	s.mu.Unlock()
 	switch {
-	case h == nil:
-	case h.key == digest && h.users == 0:
+	case stop:
+		s.unloaded(h.p.loadedCount())
 		h.p.stop("module unloaded")
-	default:
-		h.p.unload(digest)
+	case h != nil && h.key == builtinKey && h.p.unload(digest, 0):
+		s.unloaded(1)
+	}
+}
+
+// Failed returns the remembered failure to load the module with the digest, or nil.
+func (s *Supervisor) Failed(digest string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed[digest]
+}
+
+// maxFailures bounds the remembered load failures.
+const maxFailures = 256
+
+// rememberFailure remembers a failure to load m that retrying will not fix: wazero refused it (reason
+// InvalidModule, from its compile process), or Config.Permanent says so.
+func (s *Supervisor) rememberFailure(m Module, err error, compiled bool) {
+	refused := compiled && runtime.ReasonOf(err) == runtime.ReasonInvalidModule
+	if !refused && (s.cfg.Permanent == nil || !s.cfg.Permanent(err)) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.failed) >= maxFailures {
+		for k := range s.failed {
+			delete(s.failed, k)
+			break
+		}
+	}
+	s.failed[m.Digest] = err
+}
+
+// Loaded counts the modules loaded, or being loaded, in the running hosts.
+func (s *Supervisor) Loaded() int {
+	s.mu.Lock()
+	hosts := make([]*host, 0, len(s.hosts))
+	for _, h := range s.hosts {
+		hosts = append(hosts, h)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, h := range hosts {
+		n += h.p.loadedCount()
+	}
+	return n
+}
+
+// Module returns the module with the digest as it was loaded into a running host (with its bytes, for a
+// host that must load it again), if one has it.
+func (s *Supervisor) Module(digest string) (Module, bool) {
+	s.mu.Lock()
+	hosts := []*host{s.hosts[digest], s.hosts[builtinKey]}
+	s.mu.Unlock()
+	for _, h := range hosts {
+		if h == nil {
+			continue
+		}
+		if m, ok := h.p.module(digest); ok {
+			return m, true
+		}
+	}
+	return Module{}, false
+}
+
+// countLoaded sets the loaded-modules gauge.
+func (s *Supervisor) countLoaded() { s.metrics.loaded.Set(float64(s.Loaded())) }
+
+// unloaded counts n modules unloaded (a host stopped, or the built-in host forgot one).
+func (s *Supervisor) unloaded(n int) {
+	if n > 0 {
+		s.metrics.unloads.Add(float64(n))
+		s.countLoaded()
 	}
 }
 

@@ -240,7 +240,10 @@ func TestDeadlinesCountCPUTime(t *testing.T) {
 		_, err := s.Call(ctx, m, abi.ExportRender, nil)
 		done <- err
 	}()
-	time.Sleep(3 * time.Second) // the throttling: twice the call's CPU budget, a fifth of its wall-clock cap
+	waitFor(t, "the call to be sent", func() bool { return s.InFlight(m) > 0 })
+	// The stimulus, not an ordering: the host gets no CPU for twice the call's CPU budget, a fifth of its
+	// wall-clock cap.
+	time.Sleep(3 * time.Second)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -400,14 +403,18 @@ func TestAHostThatCannotStartBlamesNoModule(t *testing.T) {
 	s := newSupervisor(t, func(c *pluginhost.Config) { c.Executable = "/bin/true" })
 	m := module("hand", wasmtest.Plugin(nil, nil, 1))
 	for i := range 3 {
-		_, err := s.Load(context.Background(), m)
+		var err error
+		// Past the back-off of the previous round's start, a load starts a host again.
+		waitFor(t, "the start back-off to pass", func() bool {
+			_, err = s.Load(context.Background(), m)
+			return err == nil || !strings.Contains(err.Error(), "failed to start less than")
+		})
 		if r := reasonOf(err); r != pluginhost.ReasonHostCrashed || !strings.Contains(err.Error(), "did not start") {
 			t.Fatalf("load %d: %v, want HostCrashed: did not start", i, err)
 		}
 		if _, err := s.Load(context.Background(), m); err == nil || !strings.Contains(err.Error(), "failed to start less than") {
 			t.Fatalf("an immediate retry: %v, want the start back-off", err)
 		}
-		time.Sleep(1100 * time.Millisecond)
 	}
 }
 
