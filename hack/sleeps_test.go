@@ -26,10 +26,6 @@ type allowedSleep struct {
 	reason string
 }
 
-// ownedByRegistries is the reason for the sleeps of host/plugin and host/pluginhost, which another branch
-// rewrites; the lead reconciles them at merge and prunes what that branch removed.
-const ownedByRegistries = "owned by the registries branch; lead reconciles at merge"
-
 // allowedSleeps are the only functions of a _test.go file that may call time.Sleep: the polling helpers (a
 // wait for a condition lives in them, nowhere else) and sleeps that are the behaviour under test or a
 // measurement's sampling interval, never a wait for another goroutine to have probably done something.
@@ -59,13 +55,11 @@ var allowedSleeps = map[sleepSite]allowedSleep{
 	{"host/e2e/machinecontroller/rollout_test.go", "TestRolloutWithMachineController"}: {1, "absence window: no further rollout starts"},
 
 	// host/plugin and host/pluginhost.
-	{"host/plugin/lazy_test.go", "waitFor"}:                                          {1, ownedByRegistries},
-	{"host/pluginhost/compile_bench_test.go", "BenchmarkTenantStart"}:                {2, ownedByRegistries},
-	{"host/pluginhost/supervisor_test.go", "TestDeadlinesCountCPUTime"}:              {1, ownedByRegistries},
-	{"host/pluginhost/supervisor_test.go", "TestQuarantine"}:                         {1, ownedByRegistries},
-	{"host/pluginhost/supervisor_test.go", "waitFor"}:                                {1, ownedByRegistries},
-	{"host/pluginhost/supervisor_test.go", "TestAHostThatCannotStartBlamesNoModule"}: {1, ownedByRegistries},
-	{"host/pluginhost/supervisor_test.go", "TestAnIdleHostStops"}:                    {1, ownedByRegistries},
+	{"host/plugin/lazy_test.go", "waitFor"}:                             {1, "polling helper: a condition, with a deadline"},
+	{"host/pluginhost/supervisor_test.go", "waitFor"}:                   {1, "polling helper: a condition, with a deadline"},
+	{"host/pluginhost/supervisor_test.go", "TestDeadlinesCountCPUTime"}: {1, "the stimulus: the stopped host gets no CPU for twice the call's CPU budget"},
+	{"host/pluginhost/supervisor_test.go", "TestQuarantine"}:            {1, "polls until the quarantine expires, with a deadline"},
+	{"host/pluginhost/supervisor_test.go", "TestAnIdleHostStops"}:       {1, "polls until the idle host has stopped, with a deadline"},
 }
 
 // TestNoSleepsOrderTests: no _test.go file of the repository calls time.Sleep outside allowedSleeps. A test
