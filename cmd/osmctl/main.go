@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/osmhq/osm/host/plugin"
 )
 
 func main() {
@@ -54,6 +56,10 @@ func (e *detailedError) Unwrap() error { return e.err }
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	g := &globals{}
 	defer g.close()
+	// A user waits for each command's answer: every plugin image is pulled before a command renders with it
+	// (each pull bounded by the pull timeout), never reported "still being pulled" as the controller's
+	// reconciles are. Profiles resolve through cliSource, which asks for that too; extensions' plugins do not.
+	ctx = plugin.WaitForPulls(ctx)
 	root := newRootCommand(g)
 	root.SetArgs(controllerSpelling(root, args))
 	root.SetIn(stdin)
