@@ -45,12 +45,6 @@ func TestSignedPlugins(t *testing.T) {
 	opts := app.Options{Builtins: os.DirFS(builtins(t, nil)), DisableDefaultOSPs: true, PluginVerificationPolicy: "plugin-policy"}
 	opts.Plugins.Registry.PlainHTTP = true
 	opts.Plugins.CacheDir = t.TempDir() // nothing pulled before counts
-	if raceEnabled {
-		// The signed image is a tenant's module, compiled before it renders. Under -race the test binary's
-		// own host compiles it instrumented (close to the minute waitForSecret allows on a busy machine):
-		// hosts and compile processes are the osm-plugin-host a controller ships with, as in production.
-		opts.Plugins.Host.Executable = buildPluginHost(t)
-	}
 	startOSM(t, env, nil, opts)
 
 	for name, ref := range map[string]*osmv1alpha1.PluginReference{

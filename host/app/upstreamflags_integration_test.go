@@ -373,22 +373,11 @@ func waitReady(t *testing.T, p *process, port int) {
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	return buildCommand(t, "osm-controller")
-}
-
-// buildPluginHost builds cmd/osm-plugin-host, without -race, as the image ships it.
-func buildPluginHost(t *testing.T) string {
-	t.Helper()
-	return buildCommand(t, "osm-plugin-host")
-}
-
-func buildCommand(t *testing.T, name string) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), name)
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/"+name)
+	out := filepath.Join(t.TempDir(), "osm-controller")
+	cmd := exec.Command("go", "build", "-o", out, "./cmd/osm-controller")
 	cmd.Dir = testenv.RepoRoot()
 	if data, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", name, err, data)
+		t.Fatalf("building osm-controller: %v\n%s", err, data)
 	}
 	return out
 }
