@@ -170,6 +170,7 @@ func (s *Supervisor) hostConfig(key string) HostConfig {
 	}
 	hc.ReadOnlyCache = true
 	hc.Landlock = !s.cfg.NoLandlock
+	hc.CodeDirs = runtime.CodeDirs()
 	return hc
 }
 
@@ -704,7 +705,7 @@ func (t *tail) fatal() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range t.lines {
-		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime:") {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime:") || strings.HasPrefix(l, wrongBuildPrefix) {
 			return l
 		}
 	}
