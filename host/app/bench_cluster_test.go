@@ -220,10 +220,13 @@ type writeCounts struct {
 	// seconds and timed are the API server's time serving the writes, and how many it timed.
 	seconds, timed float64
 	byKind         map[string]int // "POST secrets" -> count
+	// reads are the other requests ("GET secrets" -> count): the API server's work for a controller is not
+	// its writes alone.
+	reads map[string]int
 }
 
 func diffWrites(before, after []sample) writeCounts {
-	w := writeCounts{byKind: map[string]int{}}
+	w := writeCounts{byKind: map[string]int{}, reads: map[string]int{}}
 	base := map[string]float64{}
 	for _, s := range before {
 		base[s.key()] = s.value
@@ -237,12 +240,16 @@ func diffWrites(before, after []sample) writeCounts {
 		case "apiserver_request_total":
 			verb := s.labels["verb"]
 			// The API server renews its own identity lease; neither controller holds a lease (-leader-elect=false).
-			if !isWriteVerb(verb) || s.labels["resource"] == "leases" {
+			if s.labels["resource"] == "leases" {
 				continue
 			}
 			res := s.labels["resource"]
 			if sub := s.labels["subresource"]; sub != "" {
 				res += "/" + sub
+			}
+			if !isWriteVerb(verb) {
+				w.reads[verb+" "+res] += int(d)
+				continue
 			}
 			w.byKind[verb+" "+res] += int(d)
 			w.total += int(d)

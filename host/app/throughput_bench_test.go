@@ -286,6 +286,9 @@ type benchResult struct {
 	IdleWrites       int
 	// Renders and Reconciles per MachineDeployment (our controller only); RenderMS the mean render time.
 	Renders, Reconciles, RenderMS float64
+	// PluginCalls and MemoHits per MachineDeployment: calls that reached a plugin host, and those the
+	// output memo answered.
+	PluginCalls, MemoHits float64
 	// ObjectKiB is the JSON size per MachineDeployment of the objects the controller's informers may hold.
 	ObjectKiB map[string]float64
 	Log       string
@@ -399,10 +402,12 @@ wait:
 	res.PeakRSS, res.AtPeak, res.PeakAt = rss.peakRSS, rss.atPeak, rss.peakAt
 	res.ControllerHWM, res.HostHWM, res.Procs = procStatus(pid, "VmHWM"), rss.hostHWM, rss.procs
 	m := scrapeController(metricsPort, "go_memstats_heap_inuse_bytes", "go_memstats_sys_bytes",
-		"osm_render_duration_seconds_count", "osm_render_duration_seconds_sum", "osm_machinedeployment_reconciles_total")
+		"osm_render_duration_seconds_count", "osm_render_duration_seconds_sum", "osm_machinedeployment_reconciles_total",
+		"osm_plugin_call_duration_seconds_count", "osm_plugin_cache_hits_total")
 	res.HeapInuse, res.GoSys = sum(m, "go_memstats_heap_inuse_bytes"), sum(m, "go_memstats_sys_bytes")
 	res.Renders = sum(m, "osm_render_duration_seconds_count") / float64(n)
 	res.Reconciles = sum(m, "osm_machinedeployment_reconciles_total") / float64(n)
+	res.PluginCalls, res.MemoHits = sum(m, "osm_plugin_call_duration_seconds_count")/float64(n), sum(m, "osm_plugin_cache_hits_total")/float64(n)
 	res.RenderMS = sum(m, "osm_render_duration_seconds_sum") / max(sum(m, "osm_render_duration_seconds_count"), 1) * 1000
 	res.ObjectKiB = map[string]float64{}
 	for kind, path := range map[string]string{
@@ -473,11 +478,16 @@ func printResult(r benchResult) {
 		kinds = append(kinds, fmt.Sprintf("%s %.2f", k, perMD(float64(v))))
 	}
 	sort.Strings(kinds)
+	reads := make([]string, 0, len(r.Writes.reads))
+	for k, v := range r.Writes.reads {
+		reads = append(reads, fmt.Sprintf("%s %.2f", k, perMD(float64(v))))
+	}
+	sort.Strings(reads)
 	fmt.Printf("%-8s N=%-5d all bootstrap Secrets %6.1f s (%5.1f MD/s, first at %.1f s)  peak RSS %4.0f MiB  CPU %5.1f s  writes/MD %5.2f (409s %.2f)  KiB written/MD %5.1f  idle writes %d",
 		r.Name, r.N, r.ToAll.Seconds(), float64(r.N)/r.ToAll.Seconds(), r.FirstAt.Seconds(), float64(r.PeakRSS)/1024, r.CPU.Seconds(),
 		perMD(float64(r.Writes.total)), perMD(float64(r.Writes.conflicts)), perMD(r.Writes.bytes)/1024, r.IdleWrites)
 	if r.Name == "osm" {
-		fmt.Printf("  renders/MD %.2f (%.0f ms each)  reconciles/MD %.2f", r.Renders, r.RenderMS, r.Reconciles)
+		fmt.Printf("  renders/MD %.2f (%.0f ms each)  reconciles/MD %.2f  plugin calls/MD %.2f  memo hits/MD %.2f", r.Renders, r.RenderMS, r.Reconciles, r.PluginCalls, r.MemoHits)
 	}
 	fmt.Printf("\n         process tree: %d processes at most; peak RSS is their sum (controller's own VmHWM %.0f MiB, largest plugin host's %.0f MiB)",
 		r.Procs, float64(r.ControllerHWM)/1024, float64(r.HostHWM)/1024)
@@ -486,8 +496,8 @@ func printResult(r benchResult) {
 		perMD(float64(r.CPU.Microseconds()))/1000, perMD(float64(r.APIServerCPU.Microseconds()))/1000, perMD(float64(r.EtcdCPU.Microseconds()))/1000)
 	fmt.Printf("\n         API server time per write %.1f ms; JSON KiB per MD: OSCs %.1f, user-data Secrets %.1f, MachineDeployments %.1f",
 		r.Writes.seconds/max(r.Writes.timed, 1)*1000, r.ObjectKiB["OSCs"], r.ObjectKiB["user-data Secrets"], r.ObjectKiB["MachineDeployments"])
-	fmt.Printf("\n         memory at peak (%.1f s): %s; Go heap in use at end %.0f MiB, Go sys %.0f MiB\n         writes per MD: %s\n         log: %s\n",
-		r.PeakAt.Seconds(), r.AtPeak, r.HeapInuse/(1<<20), r.GoSys/(1<<20), strings.Join(kinds, ", "), r.Log)
+	fmt.Printf("\n         memory at peak (%.1f s): %s; Go heap in use at end %.0f MiB, Go sys %.0f MiB\n         writes per MD: %s\n         reads per MD: %s\n         log: %s\n",
+		r.PeakAt.Seconds(), r.AtPeak, r.HeapInuse/(1<<20), r.GoSys/(1<<20), strings.Join(kinds, ", "), strings.Join(reads, ", "), r.Log)
 	if out := os.Getenv("OSM_BENCH_OUT"); out != "" {
 		if f, err := os.OpenFile(out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
 			line, _ := json.Marshal(map[string]any{"name": r.Name, "n": r.N, "s": r.ToAll.Seconds(), "peak_rss_mib": float64(r.PeakRSS) / 1024, "controller_hwm_mib": float64(r.ControllerHWM) / 1024, "procs": r.Procs, "os": benchOSes(), "machine": machineInfo(),

@@ -2,6 +2,9 @@ package plugin
 
 import (
 	"context"
+	"io"
+	"log"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +14,8 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/osmhq/osm/host/oci"
 	"github.com/osmhq/osm/sdk/runtime"
@@ -57,6 +62,39 @@ func TestIdentifyLoadsNothing(t *testing.T) {
 	}
 	if md, ok := m.Metadata(runtime.Digest(healthy)); !ok || md.Name == "" {
 		t.Errorf("metadata after a load = %+v, %v", md, ok)
+	}
+}
+
+// TestAPulledModuleOutlivesItsHost: an image's module whose host stopped idle before anyone used it (the
+// pull outlasted the idle timeout, as a cold compile under a CPU limit or a signature check can) resolves at
+// once, without another pull, and renders in a new host, which loads it from the disk cache: the registry is
+// gone by then. Asking the hosts whether one still had the module made every retry pull again, forever.
+func TestAPulledModuleOutlivesItsHost(t *testing.T) {
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	ctx := context.Background()
+	pusher, err := oci.NewClient(oci.Options{PlainHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := pusher.Push(ctx, strings.TrimPrefix(srv.URL, "http://")+"/osm/healthy:1.0.0", testPlugin(t, "healthy"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reconcile waits for a pull no longer than PendingAfter: here, for none.
+	m, _, _ := newManager(t, Config{CacheDir: t.TempDir(), IdleTimeout: 200 * time.Millisecond, Registry: RegistryConfig{PlainHTTP: true, PendingAfter: time.Nanosecond}}, nil)
+	ref := Reference{Image: art.Reference}
+	if _, err := m.Resolve(WaitForPulls(ctx), ref); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the idle host to stop", func() bool { return m.Loaded() == 0 })
+	srv.Close()
+	p, err := m.Resolve(ctx, ref) // as a reconcile resolves: waiting for no pull
+	if err != nil {
+		t.Fatalf("resolving the pulled image after its host stopped: %v", err)
+	}
+	if _, err := p.Render(ctx, renderRequest()); err != nil {
+		t.Fatalf("rendering after its host stopped: %v", err)
 	}
 }
 

@@ -229,7 +229,7 @@ func (m *Manager) Resolve(ctx context.Context, ref Reference) (*Plugin, error) {
 func (m *Manager) pulledDigest(ref Reference) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.pulls.pulled[keyOf(ref)]
+	return m.pulls.pulled[keyOf(ref)].Digest
 }
 
 // declaredBy returns what the module with the digest declared when it was last loaded, unless loading it

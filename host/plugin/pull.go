@@ -86,7 +86,7 @@ type Verifier interface {
 type pulls struct {
 	sem     chan struct{}
 	jobs    map[pullKey]*pullJob
-	pulled  map[pullKey]string // -> module digest
+	pulled  map[pullKey]pluginhost.Module
 	running sync.WaitGroup
 }
 
@@ -100,7 +100,7 @@ type pullJob struct {
 func (p *pulls) init(concurrency int) {
 	p.sem = make(chan struct{}, concurrency)
 	p.jobs = map[pullKey]*pullJob{}
-	p.pulled = map[pullKey]string{}
+	p.pulled = map[pullKey]pluginhost.Module{}
 }
 
 func (p *pulls) wait() { p.running.Wait() }
@@ -109,29 +109,45 @@ func (p *pulls) wait() { p.running.Wait() }
 // (from the disk cache) when needed.
 const maxRememberedPulls = 4096
 
-// imageModule returns the module of an image reference as a plugin host loaded it (with its bytes, for a host
-// that must load it again). The module may be unloaded between the pull's load and our call (its host idle or
-// evicted); pulling again is then served by the disk cache. Two rounds suffice unless the bound is far too
-// small.
+// imageModule returns the module of an image reference, pulled (and loaded once) with ref's credentials. The
+// module need not be loaded now: a host that lacks it (stopped idle, evicted) loads it again from the bytes
+// the module reads back (imageBytes). Asking a host whether it still has the module instead made a pull that
+// outlasted the idle timeout start over at every retry: loaded, stopped idle before the retry came, pulled
+// again.
 func (m *Manager) imageModule(ctx context.Context, ref Reference) (pluginhost.Module, error) {
 	key := keyOf(ref)
-	for range 3 {
+	for range 2 {
 		m.mu.Lock()
-		digest, ok := m.pulls.pulled[key]
+		src, ok := m.pulls.pulled[key]
 		m.mu.Unlock()
 		if ok {
-			if err := m.host.Failed(digest); err != nil {
+			if err := m.host.Failed(src.Digest); err != nil {
 				return pluginhost.Module{}, err
 			}
-			if src, ok := m.host.Module(digest); ok {
-				return src, nil
-			}
+			return src, nil
 		}
 		if err := m.awaitPull(ctx, key, ref); err != nil {
 			return pluginhost.Module{}, err
 		}
 	}
-	return pluginhost.Module{}, fmt.Errorf("plugin image %s: unloaded again right after loading: raise the plugin host bound (%d)", ref.Image, m.cfg.MaxLoadedModules)
+	// The pull succeeded and its entry is already gone: only past maxRememberedPulls distinct images.
+	return pluginhost.Module{}, &PendingError{Image: ref.Image}
+}
+
+// imageBytes reads the module of a pulled image again for a host that must load it anew: from the disk cache
+// where there is one (the reference is pinned, so no registry is asked what it points to), else from the
+// registry, with the credentials of the pull that verified it, and checked against the digest loaded then.
+func (m *Manager) imageBytes(client *oci.Client, image, digest string) func() ([]byte, func(), error) {
+	return func() ([]byte, func(), error) {
+		art, err := client.Pull(m.ctx, image)
+		if err != nil {
+			return nil, nil, fmt.Errorf("plugin image %s: reading its module again: %w", image, err)
+		}
+		if d := runtime.Digest(art.Module); d != digest {
+			return nil, nil, fmt.Errorf("plugin image %s: its module now has digest %s, not %s", image, d, digest)
+		}
+		return art.Module, func() {}, nil
+	}
 }
 
 // awaitPull starts or joins the pull of key and waits for it as the context allows.
@@ -173,7 +189,7 @@ func (m *Manager) startPull(key pullKey, ref Reference) *pullJob {
 // result: the module digest on success, the error for failureRetention otherwise.
 func (m *Manager) runPull(key pullKey, ref Reference, job *pullJob) {
 	defer m.pulls.running.Done()
-	digest, err := m.pullAndLoad(key, ref, job)
+	src, err := m.pullAndLoad(key, ref, job)
 	m.mu.Lock()
 	job.err, job.ended = err, time.Now()
 	if err == nil {
@@ -184,7 +200,7 @@ func (m *Manager) runPull(key pullKey, ref Reference, job *pullJob) {
 				break
 			}
 		}
-		m.pulls.pulled[key] = digest
+		m.pulls.pulled[key] = src
 	}
 	// Failures older than failureRetention would be replaced by the next startPull anyway; drop them now so
 	// the table does not grow with references nobody asks for again.
@@ -197,28 +213,28 @@ func (m *Manager) runPull(key pullKey, ref Reference, job *pullJob) {
 	close(job.done)
 }
 
-func (m *Manager) pullAndLoad(key pullKey, ref Reference, job *pullJob) (string, error) {
+func (m *Manager) pullAndLoad(key pullKey, ref Reference, job *pullJob) (pluginhost.Module, error) {
 	name := ref.Image[:strings.LastIndex(ref.Image, "@")]
 	select {
 	case m.pulls.sem <- struct{}{}:
 		defer func() { <-m.pulls.sem }()
 	case <-m.ctx.Done():
-		return "", fmt.Errorf("plugin image %s: %w", ref.Image, m.ctx.Err())
+		return pluginhost.Module{}, fmt.Errorf("plugin image %s: %w", ref.Image, m.ctx.Err())
 	}
 	client, err := m.client(ref.PullSecret)
 	if err != nil {
 		m.metrics.failures.WithLabelValues(name, string(ReasonPullError)).Inc()
-		return "", fmt.Errorf("plugin image %s: %w", ref.Image, err)
+		return pluginhost.Module{}, fmt.Errorf("plugin image %s: %w", ref.Image, err)
 	}
 	art, err := client.Pull(m.ctx, ref.Image)
 	if err != nil {
 		m.metrics.failures.WithLabelValues(name, string(ReasonPullError)).Inc()
-		return "", err
+		return pluginhost.Module{}, err
 	}
 	if ref.Verify != nil {
 		if err := ref.Verify.Verify(m.ctx, client, art); err != nil {
 			m.metrics.failures.WithLabelValues(name, "SignatureRefused").Inc()
-			return "", err
+			return pluginhost.Module{}, err
 		}
 	}
 	if art.FromCache {
@@ -227,11 +243,11 @@ func (m *Manager) pullAndLoad(key pullKey, ref Reference, job *pullJob) (string,
 	m.log.V(1).Info("pulled plugin image", "image", ref.Image, "module", art.ModuleDigest.String(), "fromCache", art.FromCache,
 		"seconds", time.Since(job.started).Seconds())
 	digest := runtime.Digest(art.Module)
-	// The supervisor keeps the bytes with the loaded module, for a plugin host that must load it again.
-	wasm := art.Module
-	src := pluginhost.Module{Name: name, Digest: digest, Namespace: ref.Namespace, Bytes: func() ([]byte, func(), error) { return wasm, func() {}, nil }}
-	if _, err := m.load(m.ctx, src); err != nil {
-		return "", err
+	src := pluginhost.Module{Name: name, Digest: digest, Namespace: ref.Namespace, Bytes: m.imageBytes(client, ref.Image, digest)}
+	first := src // loads from the bytes in hand
+	first.Bytes = func() ([]byte, func(), error) { return art.Module, func() {}, nil }
+	if _, err := m.load(m.ctx, first); err != nil {
+		return pluginhost.Module{}, err
 	}
-	return digest, nil
+	return src, nil
 }

@@ -3,12 +3,12 @@ package pluginhost_test
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr/testr"
 
+	"github.com/osmhq/osm/host/internal/hostbuild"
 	"github.com/osmhq/osm/host/pluginhost"
 	"github.com/osmhq/osm/sdk/abi"
 	"github.com/osmhq/osm/sdk/runtime"
@@ -18,9 +18,9 @@ import (
 // TestTheDedicatedHostServes builds cmd/osm-plugin-host and has a supervisor load and call a plugin in it, as
 // osm-controller does when the dedicated host lies next to it.
 func TestTheDedicatedHostServes(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), pluginhost.HostExecutable)
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/osmhq/osm/cmd/osm-plugin-host").CombinedOutput(); err != nil {
-		t.Fatalf("building: %v\n%s", err, out)
+	bin, err := hostbuild.Build(t.TempDir(), hostbuild.LikeTestBinaries)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if err := exec.Command(bin).Run(); err == nil {
 		t.Error("run by hand, it exited 0; want a refusal")

@@ -544,22 +544,6 @@ func (p *proc) loadedCount() int {
 	return len(p.loaded)
 }
 
-// module returns the module with the digest as this live host loaded it.
-func (p *proc) module(digest string) (Module, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	ls, ok := p.loaded[digest]
-	if !ok || p.death != nil {
-		return Module{}, false
-	}
-	select {
-	case <-ls.done:
-		return ls.m, ls.err == nil
-	default:
-		return ls.m, true // being loaded: an operation with it waits for that load
-	}
-}
-
 func (p *proc) load(ctx context.Context, m Module) (LoadResult, error) {
 	select {
 	case p.loading <- struct{}{}:

@@ -734,23 +734,6 @@ func (s *Supervisor) Loaded() int {
 	return n
 }
 
-// Module returns the module with the digest as it was loaded into a running host (with its bytes, for a
-// host that must load it again), if one has it.
-func (s *Supervisor) Module(digest string) (Module, bool) {
-	s.mu.Lock()
-	hosts := []*host{s.hosts[digest], s.hosts[builtinKey]}
-	s.mu.Unlock()
-	for _, h := range hosts {
-		if h == nil {
-			continue
-		}
-		if m, ok := h.p.module(digest); ok {
-			return m, true
-		}
-	}
-	return Module{}, false
-}
-
 // countLoaded sets the loaded-modules gauge.
 func (s *Supervisor) countLoaded() { s.metrics.loaded.Set(float64(s.Loaded())) }
 

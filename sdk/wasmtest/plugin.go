@@ -83,9 +83,10 @@ var (
 	RandomLoop = loop(concat(I32ConstS(0), I32ConstS(64<<20), []byte{0x10, 0x03, 0x1a}))
 	// FillThenSpin touches all of its memory once, then spins: resident memory grows, and stays.
 	FillThenSpin = concat(I32ConstS(0), I32ConstS(1), I32ConstS(64<<20), []byte{0xfc, 0x0b, 0x00}, SpinRender)
-	// HeavyFillLoop fills all 64 MiB of memory 600 times on every iteration: an iteration outlasts any call
-	// timeout, so a host that checks for timeouts at loop headers never gets to.
-	HeavyFillLoop = loop(bytes.Repeat(concat(I32ConstS(0), I32ConstS(1), I32ConstS(64<<20), []byte{0xfc, 0x0b, 0x00}), 600))
+	// HeavyFillLoop fills all 64 MiB of memory 6000 times on every iteration: an iteration outlasts any call
+	// timeout, so a host that checks for timeouts at loop headers never gets to. (600 times took about a
+	// second in a release-built host, which its check then caught.)
+	HeavyFillLoop = loop(bytes.Repeat(concat(I32ConstS(0), I32ConstS(1), I32ConstS(64<<20), []byte{0xfc, 0x0b, 0x00}), 6000))
 )
 
 // Fills fills all 64 MiB of memory n times and returns: a benign call whose duration does not depend on how
