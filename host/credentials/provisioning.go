@@ -2,6 +2,9 @@ package credentials
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -74,15 +77,38 @@ func RefreshMargin(ttl time.Duration) time.Duration { return ttl / 3 }
 // already is used only if it is marked as md's, and its rules are brought in line (a Role of an OSM version
 // before node reports gains the report rule).
 func (i *Issuer) EnsureReaderRole(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
-	role := &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: i.readerRules(md)}
+	role := i.readerRole(md)
 	return i.create(ctx, role, func() error { return i.alignRules(ctx, md, role) })
+}
+
+// AnnotationRules is on a reader Role: a digest of the rules OSM gave it, so that AlignReaderRole tells from
+// the cached metadata that they are current instead of reading the Role (once per new MachineDeployment).
+const AnnotationRules = "osm.k8c.io/rules"
+
+// readerRole is md's reader Role as OSM creates it.
+func (i *Issuer) readerRole(md *clusterv1alpha1.MachineDeployment) *rbacv1.Role {
+	role := &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: i.readerRules(md)}
+	role.Annotations[AnnotationRules] = rulesDigest(role.Rules)
+	return role
+}
+
+func rulesDigest(rules []rbacv1.PolicyRule) string {
+	b, _ := json.Marshal(rules) // rules of plain strings always marshal
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // AlignReaderRole brings the rules of md's existing reader Role in line (a Role of an OSM version before node
 // reports lacks ReporterRule) and leaves a missing Role to EnsureReaderRole, which the OSC controller calls:
 // it never tries to create one, so a new MachineDeployment's Role is created once, not raced for.
 func (i *Issuer) AlignReaderRole(ctx context.Context, md *clusterv1alpha1.MachineDeployment) error {
-	err := i.alignRules(ctx, md, &rbacv1.Role{ObjectMeta: i.readerMeta(md), Rules: i.readerRules(md)})
+	want := i.readerRole(md)
+	cached := ReaderRoleMeta()
+	if err := i.Client.Get(ctx, client.ObjectKeyFromObject(want), cached); err == nil && Marked(md, cached) &&
+		cached.Annotations[AnnotationRules] == want.Annotations[AnnotationRules] {
+		return nil
+	}
+	err := i.alignRules(ctx, md, want)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -100,6 +126,10 @@ func (i *Issuer) alignRules(ctx context.Context, md *clusterv1alpha1.MachineDepl
 		return nil
 	}
 	have.Rules = want.Rules
+	if have.Annotations == nil {
+		have.Annotations = map[string]string{}
+	}
+	have.Annotations[AnnotationRules] = want.Annotations[AnnotationRules]
 	return i.Client.Update(ctx, have)
 }
 

@@ -20,6 +20,7 @@ import (
 
 	clusterv1alpha1 "github.com/osmhq/osm/crds/cluster/v1alpha1"
 	osmv1alpha1 "github.com/osmhq/osm/crds/osm/v1alpha1"
+	"github.com/osmhq/osm/host/controllers/osc"
 	"github.com/osmhq/osm/host/credentials"
 	"github.com/osmhq/osm/host/render"
 )
@@ -63,11 +64,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req client.ObjectKey) error 
 		return nil // the OSC controller's cleanup (credentials.Issuer.Revoke) deletes the report
 	}
 	log := logr.FromContextOrDiscard(ctx).WithValues("machinedeployment", klog.KObj(md))
-	osc := &osmv1alpha1.OperatingSystemConfig{}
-	if err := r.MgmtAPIReader.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: render.OSCName(md)}, osc); err != nil {
+	cfg := osc.OSCMeta()
+	if err := r.Mgmt.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: render.OSCName(md)}, cfg); err != nil {
 		return client.IgnoreNotFound(err) // not rendered yet: the OSC's creation brings it back
 	}
-	if !credentials.Marked(md, osc) {
+	if !credentials.Marked(md, cfg) {
 		return nil
 	}
 	report, err := r.ensureReport(ctx, md)
@@ -80,18 +81,32 @@ func (r *Reconciler) reconcile(ctx context.Context, req client.ObjectKey) error 
 	sum := Summarize(report.Status.Machines)
 	r.metrics.observe(md.Namespace, md.Name, sum)
 	r.announce(md, report.Status.Machines)
-	if reflect.DeepEqual(osc.Status.Nodes, sum) || osc.Status.Nodes == nil && len(report.Status.Machines) == 0 {
-		return nil // nothing new; and no machine reported yet is no reason to write the OSC
+	if len(report.Status.Machines) == 0 && cfg.Generation == oscCreated {
+		// No status write since the OSC was created, so it has no summary, and none is due: a new
+		// MachineDeployment's report costs no read of its OSC (two per MachineDeployment before).
+		return nil
+	}
+	live := &osmv1alpha1.OperatingSystemConfig{}
+	if err := r.MgmtAPIReader.Get(ctx, client.ObjectKeyFromObject(cfg), live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if live.UID != cfg.UID || reflect.DeepEqual(live.Status.Nodes, sum) || live.Status.Nodes == nil && len(report.Status.Machines) == 0 {
+		return nil // replaced (its creation brings us back), or nothing new
 	}
 	patch, err := json.Marshal(map[string]any{"status": map[string]any{"nodes": sum}})
 	if err != nil {
 		return err
 	}
-	if err := r.Mgmt.Patch(ctx, osc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return fmt.Errorf("writing the bootstrap summary into OperatingSystemConfig %s: %w", klog.KObj(osc), err)
+	if err := r.Mgmt.Patch(ctx, live, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return fmt.Errorf("writing the bootstrap summary into OperatingSystemConfig %s: %w", klog.KObj(live), err)
 	}
 	return nil
 }
+
+// oscCreated is the generation of an OSC no status write changed since its creation (an OSC has no status
+// subresource, so every status write bumps it; osc's specGeneration): only this controller writes
+// status.nodes, so such an OSC has none.
+const oscCreated = 1
 
 // ensureReport returns md's report object, creating it (and bringing an existing reader Role's rules in line,
 // so the node credential may write it) when it does not exist. nil when one of that name belongs to another
