@@ -172,9 +172,6 @@ func fillDefaults(t *testing.T, env *testenv.Env, opts *app.Options) {
 		cacheDir = pluginstest.CacheDir(t)
 	}
 	host := opts.Plugins.Host
-	if host.Executable == "" {
-		host.Executable = pluginHost(t)
-	}
 	if host.LoadTimeout == 0 {
 		host.LoadTimeout = 5 * time.Minute // a cold compile in the plugin host, on two busy cores
 	}

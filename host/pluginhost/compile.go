@@ -205,7 +205,6 @@ func (s *Supervisor) runCompile(m Module) (Artifacts, error) {
 	hc := s.cfg.Host
 	hc.CacheDir, hc.Role, hc.Name, hc.Digest = dir, roleCompile, m.Name, m.Digest
 	hc.NoSnapshot, hc.ReadOnlyCache, hc.Artifacts, hc.Landlock = true, false, nil, !s.cfg.NoLandlock
-	hc.CodeDirs = runtime.CodeDirs()
 	cfgJSON, err := json.Marshal(hc)
 	if err != nil {
 		return nil, err

@@ -170,7 +170,6 @@ func (s *Supervisor) hostConfig(key string) HostConfig {
 	}
 	hc.ReadOnlyCache = true
 	hc.Landlock = !s.cfg.NoLandlock
-	hc.CodeDirs = runtime.CodeDirs()
 	return hc
 }
 
@@ -689,7 +688,7 @@ func (t *tail) fatal() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, l := range t.lines {
-		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime:") || strings.HasPrefix(l, wrongBuildPrefix) {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime:") {
 			return l
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime/debug"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -58,11 +57,6 @@ type HostConfig struct {
 	// Stamps are the supervisor's stamps of the files of CacheDir it hashed against Artifacts: a file whose
 	// stamp is unchanged is not hashed again (Stamp).
 	Stamps Stamps `json:"stamps,omitempty"`
-	// CodeDirs are the supervisor's runtime.CodeDirs: where it expects a host to write and read machine code.
-	// A host of another build (another wazero version) names other directories, so the digests the
-	// supervisor records would never match what the host compiled; the host refuses to start instead
-	// (checkBuild), saying which builds differ.
-	CodeDirs []string `json:"codeDirs,omitempty"`
 	// Role is roleBuiltin, roleTenant or roleCompile: a compile process compiles the module it reads from its
 	// standard input (Name, Digest) into CacheDir and ends, running none of its code (compileMain).
 	Role   string `json:"role,omitempty"`
@@ -86,15 +80,6 @@ func hostMain(cfgJSON string) int {
 	var cfg HostConfig
 	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "plugin host: bad configuration:", err)
-		return 2
-	}
-	if err := checkBuild(cfg.CodeDirs); err != nil {
-		// Before the host reads anything: it never starts, so no module is blamed (a compile process's error
-		// is a crash, not the module's).
-		if cfg.Role == roleCompile {
-			_ = json.NewEncoder(os.Stdout).Encode(&wireError{Plugin: cfg.Name, Digest: cfg.Digest, Reason: ReasonHostCrashed, Detail: err.Error()})
-		}
-		fmt.Fprintln(os.Stderr, wrongBuildPrefix+err.Error())
 		return 2
 	}
 	if cfg.Role == roleCompile {
@@ -133,22 +118,6 @@ func hostMain(cfgJSON string) int {
 		return 1
 	}
 	return 0
-}
-
-// wrongBuildPrefix starts the line a host of another build than its supervisor's writes before it exits.
-const wrongBuildPrefix = "plugin host: wrong build: "
-
-// checkBuild refuses a host whose build names other code directories than its supervisor's (want): a
-// controller and a host of different builds would each look for compiled code where the other never puts it.
-// The image ships both from one build; a test that starts a host built apart must build it alike.
-func checkBuild(want []string) error {
-	if want == nil {
-		return nil
-	}
-	if got := runtime.CodeDirs(); !slices.Equal(got, want) {
-		return fmt.Errorf("this host's build reads compiled code from %v, its controller's from %v: they must come from one build (the same wazero version and architecture)", got, want)
-	}
-	return nil
 }
 
 // hostGCPercent is the host's GOGC unless the environment sets one. A load's garbage comes in one burst on a

@@ -1,0 +1,6 @@
+//go:build race
+
+package hostbuild
+
+// Race says this binary was built with -race.
+const Race = true
