@@ -186,7 +186,8 @@ func (m *Manager) startPull(key pullKey, ref Reference) *pullJob {
 }
 
 // runPull pulls and loads an image in the background, within PullTimeout for the pull, and records the
-// result: the module digest on success, the error for failureRetention otherwise.
+// result: the module (which reads its bytes back for a host that must load it again) on success, the error
+// for failureRetention otherwise.
 func (m *Manager) runPull(key pullKey, ref Reference, job *pullJob) {
 	defer m.pulls.running.Done()
 	src, err := m.pullAndLoad(key, ref, job)
