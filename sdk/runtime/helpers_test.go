@@ -44,11 +44,19 @@ func testPlugin(t testing.TB, name string) []byte {
 // of magnitude slower, does not recompile every plugin each time. Tests about the cache use their own dirs.
 func sharedCacheDir(t testing.TB) string {
 	t.Helper()
-	base, err := os.UserCacheDir()
+	dir, err := sharedCachePath()
 	if err != nil {
 		return t.TempDir()
 	}
-	return filepath.Join(base, "osm", "runtime-test-wazero")
+	return dir
+}
+
+func sharedCachePath() (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "osm", "runtime-test-wazero"), nil
 }
 
 func newRuntime(t testing.TB, cfg runtime.Config) *runtime.Runtime {

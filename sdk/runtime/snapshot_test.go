@@ -48,7 +48,6 @@ func TestInstancesStartFromASnapshot(t *testing.T) {
 	render := func(cfg runtime.Config) (*abi.RenderResponse, runtime.CompileEvent) {
 		var events compileEvents
 		cfg.Hooks = events.hooks()
-		cfg.CacheDir = t.TempDir()
 		m := load(t, newRuntime(t, cfg), "healthy")
 		// On Linux a snapshot's memory is an image instances map copy-on-write, not data segments.
 		if snapshotted := !cfg.NoSnapshot; (runtime.ImageSize(m) > 0) != (snapshotted && goruntime.GOOS == "linux") {
