@@ -127,18 +127,19 @@ func (f *flags) register(fs *flag.FlagSet) {
 type pluginFlags struct {
 	// set holds the names of the flags given on the command line (flags.set), for the deprecated
 	// -plugin-host-idle-timeout.
-	set        map[string]bool
-	cacheDir   cacheDirFlag
-	timeout    time.Duration
-	memoryMiB  uint64
-	budgetMiB  uint64
-	registryCA string
-	insecure   bool
-	plainHTTP  bool
-	maxLoaded  int
-	idle       time.Duration
-	pull       time.Duration
-	host       hostFlags
+	set              map[string]bool
+	cacheDir         cacheDirFlag
+	timeout          time.Duration
+	memoryMiB        uint64
+	budgetMiB        uint64
+	registryCA       string
+	insecure         bool
+	plainHTTP        bool
+	maxLoaded        int
+	maxBuiltinLoaded int
+	idle             time.Duration
+	pull             time.Duration
+	host             hostFlags
 	// verificationPolicy is -plugin-verification-policy (package signature).
 	verificationPolicy string
 	// verifier is -plugin-verifier (package verifyproc).
@@ -169,6 +170,7 @@ func (p *pluginFlags) register(fs *flag.FlagSet, cacheDir string) {
 	fs.BoolVar(&p.insecure, "plugin-registry-insecure", false, "Do not verify plugin registries' TLS certificates.")
 	fs.BoolVar(&p.plainHTTP, "plugin-registry-plain-http", false, "Reach plugin registries over plain HTTP.")
 	fs.IntVar(&p.maxLoaded, "plugin-max-loaded", plugin.DefaultMaxLoadedModules, "Most tenants' plugin modules loaded at once, each in a plugin host process of its own (20–60 MiB each); beyond it the least recently used idle host stops. The built-in plugins share one more host.")
+	fs.IntVar(&p.maxBuiltinLoaded, "plugin-max-builtin-loaded", pluginhost.DefaultMaxBuiltinModules, "Most built-in plugin modules the built-in plugins' host holds at once (~18 MiB of machine code each); beyond it the least recently used idle one is unloaded, and loaded again from the compilation cache when next needed.")
 	fs.DurationVar(&p.idle, "plugin-idle-timeout", plugin.DefaultIdleTimeout, "Stop a plugin host, and have the built-in plugins' host unload a module, that no render used for this long; the next render that needs it starts or loads it again. Negative: keep them.")
 	fs.DurationVar(&p.pull, "plugin-pull-timeout", plugin.DefaultPullTimeout, "Longest a plugin image pull may take, every byte included.")
 	fs.StringVar(&p.verifier, "plugin-verifier", os.Getenv(verifyproc.EnvPath), "The executable that verifies plugin signatures under -plugin-verification-policy, started for each verification. Default: $"+verifyproc.EnvPath+", else "+verifyproc.Executable+" beside this executable (the image ships it).")
@@ -194,7 +196,7 @@ func (p *pluginFlags) idleTimeout(log logr.Logger) time.Duration {
 // flags bound; the controller's own heap holds no plugin memory.
 func (p *pluginFlags) config(log logr.Logger) (plugin.Config, error) {
 	cfg := plugin.Config{CacheDir: p.cacheDir.usable(log), Timeout: p.timeout, MemoryLimit: p.memoryMiB << 20, MemoryBudget: p.budgetMiB << 20,
-		MaxLoadedModules: p.maxLoaded, IdleTimeout: p.idleTimeout(log),
+		MaxLoadedModules: p.maxLoaded, MaxBuiltinModules: p.maxBuiltinLoaded, IdleTimeout: p.idleTimeout(log),
 		Registry: plugin.RegistryConfig{InsecureSkipTLSVerify: p.insecure, PlainHTTP: p.plainHTTP, PullTimeout: p.pull},
 		Host:     plugin.HostConfig{MaxRSS: p.host.memoryMiB << 20, AddressSpace: p.host.addressSpaceMiB << 20, Grace: p.host.grace, LoadTimeout: p.host.loadTimeout}}
 	if p.registryCA != "" {

@@ -49,6 +49,9 @@ type Config struct {
 	// without a call in flight stops; its module's next call loads it again (from CacheDir: a tenth of a
 	// second). Default DefaultMaxLoadedModules.
 	MaxLoadedModules int
+	// MaxBuiltinModules bounds the built-in modules the built-in host holds at once
+	// (pluginhost.Config.MaxBuiltinModules). Default pluginhost.DefaultMaxBuiltinModules.
+	MaxBuiltinModules int
 	// IdleTimeout stops a plugin host, and has the built-in host forget a module, that no call used for this
 	// long (pluginhost.Config.IdleTimeout). Default DefaultIdleTimeout; negative: never (the bound still
 	// stops tenants' idle hosts).
@@ -132,7 +135,7 @@ func (c Config) supervisorConfig(hooks runtime.Hooks, reg prometheus.Registerer,
 		hc.CacheDir = filepath.Join(c.CacheDir, "wazero")
 	}
 	return pluginhost.Config{Host: hc, Executable: c.Host.Executable, Grace: c.Host.Grace, LoadTimeout: c.Host.LoadTimeout,
-		MaxRSS: c.Host.MaxRSS, IdleTimeout: c.IdleTimeout, MaxHosts: c.MaxLoadedModules, Quarantine: c.Host.Quarantine,
+		MaxRSS: c.Host.MaxRSS, IdleTimeout: c.IdleTimeout, MaxHosts: c.MaxLoadedModules, MaxBuiltinModules: c.MaxBuiltinModules, Quarantine: c.Host.Quarantine,
 		Permanent: func(err error) bool { return !mayPass(err) }, Hooks: hooks, Registerer: reg, Log: log}
 }
 

@@ -47,6 +47,9 @@ type proc struct {
 	// loading admits two loads at a time, as the host's runtime compiles two at a time, so a load's deadline
 	// runs from when the host can work on it, not while it waits for a compile lane.
 	loading chan struct{}
+	// freed is closed, and replaced, whenever a module stops being used or goes: what a load waiting for room
+	// in the built-in host (Config.MaxBuiltinModules) waits for.
+	freed chan struct{}
 }
 
 // Roles of hosts, in metrics and logs.
@@ -146,7 +149,7 @@ func (s *Supervisor) startProc(key string, m Module) (*proc, error) {
 	}
 	p := &proc{s: s, role: role, key: key, name: m.Name, cmd: cmd, in: stdin, out: &frameWriter{w: stdin},
 		pending: map[uint64]*pending{}, loaded: map[string]*loadState{}, dead: make(chan struct{}), stderr: &tail{max: 4 << 10},
-		loading: make(chan struct{}, 2)}
+		loading: make(chan struct{}, 2), freed: make(chan struct{})}
 	s.metrics.started(role)
 	s.log.V(1).Info("plugin host started", "role", role, "plugin", m.Name, "digest", key, "pid", cmd.Process.Pid)
 	go p.readStderr(stderr)
@@ -474,14 +477,10 @@ func (p *proc) diedFor(id uint64) error {
 // use loads m into this host once (concurrent callers wait for the first) and pins it for an operation,
 // which calls done when it ends. A failure retrying will not fix is remembered (Supervisor.rememberFailure).
 func (p *proc) use(ctx context.Context, m Module) (*loadState, error) {
-	p.mu.Lock()
-	ls, ok := p.loaded[m.Digest]
-	if !ok {
-		ls = &loadState{done: make(chan struct{}), m: m}
-		p.loaded[m.Digest] = ls
+	ls, ok, err := p.admit(ctx, m)
+	if err != nil {
+		return nil, err
 	}
-	ls.calls++
-	p.mu.Unlock()
 	if ok {
 		select {
 		case <-ls.done:
@@ -498,6 +497,7 @@ func (p *proc) use(ctx context.Context, m Module) (*loadState, error) {
 			p.mu.Lock()
 			if p.loaded[m.Digest] == ls {
 				delete(p.loaded, m.Digest)
+				p.signalFreedLocked()
 			}
 			p.mu.Unlock()
 			p.s.rememberFailure(m, ls.err, false)
@@ -512,12 +512,96 @@ func (p *proc) use(ctx context.Context, m Module) (*loadState, error) {
 	return ls, nil
 }
 
+// admit returns m's record in this host, pinned for one operation (ok when it was loaded or being loaded
+// already), or records m as being loaded. The built-in host holds at most MaxBuiltinModules modules: past it,
+// the least recently used one that no operation has used for evictAfter is unloaded to make room; when none
+// is, the load waits for one, within its load's wall-clock cap.
+func (p *proc) admit(ctx context.Context, m Module) (*loadState, bool, error) {
+	var giveUp <-chan time.Time
+	for {
+		p.mu.Lock()
+		if ls, ok := p.loaded[m.Digest]; ok {
+			ls.calls++
+			p.mu.Unlock()
+			return ls, true, nil
+		}
+		bound := p.s.cfg.MaxBuiltinModules
+		if p.role != roleBuiltin || bound <= 0 || len(p.loaded) < bound {
+			ls := &loadState{done: make(chan struct{}), m: m, calls: 1}
+			p.loaded[m.Digest] = ls
+			p.mu.Unlock()
+			return ls, false, nil
+		}
+		victim, retry := p.evictableLocked()
+		freed := p.freed
+		p.mu.Unlock()
+		if victim != "" {
+			if p.unload(victim, 0) {
+				p.s.unloaded(1)
+			}
+			continue
+		}
+		if giveUp == nil {
+			t := time.NewTimer(p.s.wallCap(p.s.cfg.LoadTimeout))
+			defer t.Stop()
+			giveUp = t.C
+		}
+		if retry <= 0 {
+			retry = evictAfter // nothing unused yet: look again when freed, or at the latest after this
+		}
+		again := time.NewTimer(retry)
+		select {
+		case <-freed:
+		case <-again.C:
+		case <-ctx.Done():
+			return nil, false, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonCanceled, Detail: "waiting for room in the plugin host: " + ctx.Err().Error(), Err: ctx.Err()}
+		case <-p.dead:
+			return nil, false, &hostDied{death: p.death}
+		case <-giveUp:
+			return nil, false, &runtime.Error{Plugin: m.Name, Digest: m.Digest, Reason: runtime.ReasonTimeout, Detail: fmt.Sprintf("the built-in plugin host's %d modules stayed in use for %s", bound, p.s.wallCap(p.s.cfg.LoadTimeout))}
+		}
+		again.Stop()
+	}
+}
+
+// evictAfter is how long a module must have been unused before another's load unloads it to make room. The
+// operations of one render follow each other within microseconds; evicting between them would have the
+// render load its module again.
+const evictAfter = 50 * time.Millisecond
+
+// evictableLocked returns the least recently used loaded module no operation has used for evictAfter, or,
+// when none is, how long until the first unused one will be (0: none is unused).
+func (p *proc) evictableLocked() (digest string, retry time.Duration) {
+	var oldest *loadState
+	for _, ls := range p.loaded {
+		if ls.calls == 0 && ls.err == nil && (oldest == nil || ls.used.Before(oldest.used)) {
+			oldest = ls
+		}
+	}
+	if oldest == nil {
+		return "", 0
+	}
+	if wait := evictAfter - time.Since(oldest.used); wait > 0 {
+		return "", wait
+	}
+	return oldest.m.Digest, 0
+}
+
+// signalFreedLocked wakes the loads waiting for room. Called with p.mu held.
+func (p *proc) signalFreedLocked() {
+	close(p.freed)
+	p.freed = make(chan struct{})
+}
+
 // done ends an operation's use of a module; in the built-in host, the last one starts its idle countdown.
 func (p *proc) done(ls *loadState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ls.calls--
 	ls.used = time.Now()
+	if ls.calls == 0 {
+		p.signalFreedLocked()
+	}
 	idle := p.s.cfg.IdleTimeout
 	if ls.calls > 0 || ls.err != nil || p.role != roleBuiltin || idle < 0 {
 		return
@@ -616,6 +700,7 @@ func (p *proc) call(ctx context.Context, m Module, export string, in []byte) ([]
 		p.mu.Lock()
 		if p.loaded[m.Digest] == ls {
 			delete(p.loaded, m.Digest)
+			p.signalFreedLocked()
 		}
 		p.mu.Unlock()
 	}
@@ -636,6 +721,7 @@ func (p *proc) unload(digest string, idleFor time.Duration) bool {
 		ls.idle.Stop()
 	}
 	delete(p.loaded, digest)
+	p.signalFreedLocked()
 	p.mu.Unlock()
 	_ = p.out.write(&header{Op: opUnload, Digest: digest}, nil)
 	return true

@@ -3,6 +3,7 @@ package pluginhost_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +22,10 @@ import (
 // gauge and the unloads counter say so.
 func TestTheBuiltinHostForgetsIdleModules(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s := newSupervisor(t, func(c *pluginhost.Config) { c.IdleTimeout, c.Registerer = 500*time.Millisecond, reg })
+	// Room for both, so that only the idle timeout unloads (TestTheBuiltinHostHoldsItsBound is the bound's).
+	s := newSupervisor(t, func(c *pluginhost.Config) {
+		c.IdleTimeout, c.MaxBuiltinModules, c.Registerer = 500*time.Millisecond, 2, reg
+	})
 	ctx := context.Background()
 	busy, idler := module("busy", wasmtest.Plugin(nil, nil, 2)), module("idler", wasmtest.Plugin(nil, nil, 3))
 	busy.Builtin, idler.Builtin = true, true
@@ -172,4 +176,72 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no gauge %s", name)
 	return 0
+}
+
+// TestTheBuiltinHostHoldsItsBound: the built-in host holds at most MaxBuiltinModules modules. A call of
+// another module unloads the least recently used one, in the same host, and a call of that one loads it again;
+// renders of three modules from eight goroutines at once all succeed without the bound ever being passed.
+func TestTheBuiltinHostHoldsItsBound(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := newSupervisor(t, func(c *pluginhost.Config) { c.MaxBuiltinModules, c.Registerer = 1, reg })
+	ctx := context.Background()
+	var mods []pluginhost.Module
+	for i, name := range []string{"first", "second", "third"} {
+		m := module(name, wasmtest.Plugin(nil, nil, uint32(10+i)))
+		m.Builtin = true
+		mods = append(mods, m)
+	}
+	for i, m := range []pluginhost.Module{mods[0], mods[1], mods[0]} {
+		if _, err := s.Call(ctx, m, abi.ExportRender, nil); err != nil {
+			t.Fatalf("call %d (%s): %v", i, m.Name, err)
+		}
+		if got := s.Loaded(); got != 1 {
+			t.Errorf("after call %d (%s) the built-in host holds %d modules, want 1", i, m.Name, got)
+		}
+	}
+	if got := counter(t, reg, "osm_plugin_unloads_total", ""); got != 2 {
+		t.Errorf("unloads = %v, want 2 (second's load unloaded first, and first's second unloaded second)", got)
+	}
+	if s.HostPID(mods[0]) != s.HostPID(mods[1]) {
+		t.Error("the modules ran in different hosts")
+	}
+
+	stop := make(chan struct{})
+	var most atomic.Int64
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			if n := int64(s.Loaded()); n > most.Load() {
+				most.Store(n)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8*6)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 6 {
+				m := mods[(g+i)%len(mods)]
+				if _, err := s.Call(ctx, m, abi.ExportRender, nil); err != nil {
+					errs <- fmt.Errorf("%s: %w", m.Name, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-watched
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if got := most.Load(); got > 1 {
+		t.Errorf("the built-in host held %d modules at once, past its bound of 1", got)
+	}
 }

@@ -26,7 +26,8 @@
 //     time. The built-in host's deaths strike nothing: no tenant's module runs there.
 //   - number: at most MaxHosts tenants' hosts live at once, MaxHostsPerNamespace of one namespace's modules
 //     (and so as many compiles). Past it the least recently used idle one stops; when none is idle, a new
-//     module's operation waits for one (at most its load's wall-clock cap).
+//     module's operation waits for one (at most its load's wall-clock cap). The built-in host holds at most
+//     MaxBuiltinModules modules, and makes room the same way (proc.admit).
 //   - what is loaded where: the supervisor is the controller's one registry of loaded modules (hosts, and in
 //     each host the modules it loaded: proc.loaded). A host no operation used for IdleTimeout stops, and the
 //     built-in host forgets a module no operation used for as long; neither happens under an operation in
@@ -91,6 +92,12 @@ const (
 	// DefaultMaxHosts bounds the tenants' hosts alive at once (the built-in host is not counted): a host with
 	// a Go plugin loaded holds 40–60 MiB, so eight fit the controller's memory limit beside the built-in host.
 	DefaultMaxHosts = 8
+	// DefaultMaxBuiltinModules bounds the modules the built-in host holds at once. Each default plugin's
+	// machine code is ~18 MiB, and MachineDeployments of five OSes rendering at once had the built-in host hold
+	// all five: 182 MiB for the process tree at five MachineDeployments, against 43 MiB for upstream OSM. The
+	// output memo answers all but a profile's first renders, so one at a time costs a load from the
+	// compilation cache (~60 ms) at each change of OS.
+	DefaultMaxBuiltinModules = 1
 	// DefaultTenantNice is the nice value of tenants' hosts; the built-in host keeps the controller's.
 	DefaultTenantNice = 10
 	// DefaultMaxHostsPerNamespace bounds the hosts, and so the compiles, of one namespace's modules at once: a
@@ -124,6 +131,8 @@ type Config struct {
 	// MaxHostsPerNamespace bounds the hosts of one namespace's modules (Module.Namespace) alive at once.
 	// Default DefaultMaxHostsPerNamespace.
 	MaxHostsPerNamespace int
+	// MaxBuiltinModules bounds the modules the built-in host holds at once. Default DefaultMaxBuiltinModules.
+	MaxBuiltinModules int
 	// TenantNice is the nice value tenants' hosts run at. Default DefaultTenantNice; negative: the
 	// controller's own.
 	TenantNice int
@@ -177,6 +186,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.MaxHostsPerNamespace <= 0 {
 		c.MaxHostsPerNamespace = DefaultMaxHostsPerNamespace
+	}
+	if c.MaxBuiltinModules <= 0 {
+		c.MaxBuiltinModules = DefaultMaxBuiltinModules
 	}
 	if c.TenantNice == 0 {
 		c.TenantNice = DefaultTenantNice
