@@ -74,7 +74,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 				DeleteFunc:  func(e event.TypedDeleteEvent[*clusterv1alpha1.MachineDeployment]) bool { return false },
 				GenericFunc: func(e event.TypedGenericEvent[*clusterv1alpha1.MachineDeployment]) bool { return true },
 			})).
-		Watches(&osmv1alpha1.OperatingSystemProfile{}, handler.EnqueueRequestsFromMapFunc(r.machinesOfProfile(worker.GetClient())),
+		Watches(&osmv1alpha1.OperatingSystemProfile{}, r.profileMachines(worker.GetClient()),
 			builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, pluginDigestChanged()))).
 		Watches(&osmv1alpha1.OperatingSystemProfileExtension{}, r.machinesOfExtension(mgr.GetClient(), worker.GetClient())).
 		Watches(OSCMeta(), handler.EnqueueRequestsFromMapFunc(owner), builder.WithPredicates(deletedOrRenderHashChanged())).
