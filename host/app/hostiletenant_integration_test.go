@@ -167,6 +167,7 @@ func TestAStuckTenantModuleCostsOnlyItself(t *testing.T) {
 // one runs the module again (a timeout again) instead of being refused until the controller restarts. The
 // shipped ubuntu plugin renders afterwards and no other tenant's object hears of a quarantine.
 func TestAQuarantineExpires(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}

@@ -90,6 +90,7 @@ func upstreamWebhookArgs(certDir string, port, metrics, probes int) []string {
 // webhooks are off, installs the default profiles, turns a MachineDeployment into its Secrets, and with KKP's
 // registry flags writes the hosts.toml files upstream writes.
 func TestUpstreamControllerArgsStartAndReconcile(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
@@ -172,6 +173,7 @@ func TestUpstreamControllerArgsStartAndReconcile(t *testing.T) {
 // read profiles, nothing else), registered with the API server on upstream's webhook paths: it serves
 // admission on those paths, probes answer, and the log says the webhooks are on.
 func TestUpstreamWebhookArgsServeAdmission(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: upstreamWebhookConfigurations()})
 	ctx := context.Background()
