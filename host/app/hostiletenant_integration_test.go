@@ -124,6 +124,7 @@ func spinningChild(min time.Duration) int {
 // the shipped ubuntu plugin and on another module render. The test measures their latency against the same
 // renders before the attack (a figure in the log: a benchmark, not an assertion).
 func TestAStuckTenantModuleCostsOnlyItself(t *testing.T) {
+	// Not parallel: spinningChild looks at every child process of the test binary.
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
@@ -233,6 +234,7 @@ func TestAQuarantineExpires(t *testing.T) {
 // the cache against the build's digests before it reads a module and, finding a mismatch, compiles ubuntu
 // from its own bytes.
 func TestATamperedCacheNeverRunsOtherCode(t *testing.T) {
+	// Not parallel: it waits for every plugin host of the test binary to stop (pluginHosts).
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
