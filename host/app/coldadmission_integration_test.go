@@ -25,6 +25,7 @@ import (
 // validation.AdmissionPluginWait (the webhooks' timeout is 30 s), the default profiles are installed through the
 // webhook without waiting for any plugin, and the profile's status then reports its plugin.
 func TestAdmissionWithAColdPluginCache(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
 	ensureNamespace(t, env, userDataNS)

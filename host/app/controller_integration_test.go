@@ -36,6 +36,7 @@ const wait = 60 * time.Second
 // subtest creates the MachineDeployments (and the profile it changes) it needs, so any one runs alone
 // (go test -run 'TestControllerAgainstRealAPIServer/<name>').
 func TestControllerAgainstRealAPIServer(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
 	c := env.Client

@@ -43,6 +43,7 @@ const registryPassword = "osm-leak-registry-password"
 // encoder that transforms the placeholders (and so would need the real values) fails its MachineDeployment
 // only.
 func TestCredentialsNeverReachPlugins(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

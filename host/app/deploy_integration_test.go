@@ -77,6 +77,7 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 // controller to do its whole job — proven by running the controller against a real API server as the deploy/
 // ServiceAccount.
 func TestDeployManifests(t *testing.T) {
+	t.Parallel()
 	objs := deployDocs(t)
 	kinds := map[string]int{}
 	for _, o := range objs {

@@ -27,6 +27,7 @@ import (
 // leaves their Secrets as they were; a new default profile version keeps the extension; deleting it removes
 // what it added.
 func TestProfileExtensions(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client
@@ -236,6 +237,7 @@ func TestProfileExtensions(t *testing.T) {
 // template does not parse, one that collides with the profile it selects and one that collides with another
 // extension are rejected with the field named; the site example is accepted.
 func TestExtensionAdmission(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
 	c := env.Client

@@ -124,6 +124,7 @@ func spinningChild(min time.Duration) int {
 // the shipped ubuntu plugin and on another module render. The test measures their latency against the same
 // renders before the attack (a figure in the log: a benchmark, not an assertion).
 func TestAStuckTenantModuleCostsOnlyItself(t *testing.T) {
+	// Not parallel: spinningChild looks at every child process of the test binary.
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
@@ -167,6 +168,7 @@ func TestAStuckTenantModuleCostsOnlyItself(t *testing.T) {
 // one runs the module again (a timeout again) instead of being refused until the controller restarts. The
 // shipped ubuntu plugin renders afterwards and no other tenant's object hears of a quarantine.
 func TestAQuarantineExpires(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}
@@ -232,6 +234,7 @@ func TestAQuarantineExpires(t *testing.T) {
 // the cache against the build's digests before it reads a module and, finding a mismatch, compiles ubuntu
 // from its own bytes.
 func TestATamperedCacheNeverRunsOtherCode(t *testing.T) {
+	// Not parallel: it waits for every plugin host of the test binary to stop (pluginHosts).
 	if testing.Short() {
 		t.Skip("starts a kube-apiserver")
 	}

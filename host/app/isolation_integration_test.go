@@ -29,6 +29,7 @@ import (
 // second gets a condition and an event naming the first, and nothing is written or shared; every node
 // credential reads only its own provisioning data; deleting one MachineDeployment leaves the others' intact.
 func TestNameCollisions(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client
@@ -247,6 +248,7 @@ func isoWaitForEvent(t *testing.T, c client.Client, md *clusterv1alpha1.MachineD
 // percentage over 100 next to a valid one: each invalid one gets InvalidMachineDeployment on its OSC and a
 // Warning event naming the field, and no user-data; the valid one renders; fixing the field renders.
 func TestInvalidMachineDeploymentFields(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

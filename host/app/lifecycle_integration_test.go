@@ -25,6 +25,7 @@ import (
 // MachineDeployments, Secrets and credentials in the worker cluster, as -kubeconfig and
 // -worker-cluster-kubeconfig set it up.
 func TestWorkerMode(t *testing.T) {
+	t.Parallel()
 	mgmt := testenv.Start(t, testenv.Options{SkipExternalCRDs: true})
 	worker := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
@@ -76,6 +77,7 @@ func TestWorkerMode(t *testing.T) {
 // starts a new one, and checks that the end state is complete and has no duplicates; then restarts once more
 // and checks that a controller with nothing to do writes nothing.
 func TestRestartConverges(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client
@@ -150,6 +152,7 @@ func TestRestartConverges(t *testing.T) {
 // TestDefaultProfiles checks that the shipped profiles are installed, restored when deleted, upgraded when
 // the shipped version is newer and never downgraded, and that their status reports the resolved plugin.
 func TestDefaultProfiles(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

@@ -42,6 +42,7 @@ import (
 // reader Roles and RoleBindings) and no user-data Secret upstream would not overwrite. Running it again finds
 // nothing to do. TestMigrationBackRunsUpstream then runs upstream's own controller on the result.
 func TestMigrationBackToUpstream(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	goBack(t, env)
 }
@@ -51,6 +52,7 @@ func TestMigrationBackToUpstream(t *testing.T) {
 // is skipped (CI cannot build upstream). Upstream renders every MachineDeployment again, with its own immutable
 // Secrets and OSCs, and puts its default profiles back.
 func TestMigrationBackRunsUpstream(t *testing.T) {
+	t.Parallel()
 	bin := os.Getenv("OSM_UPSTREAM_BIN")
 	if bin == "" {
 		t.Skip("OSM_UPSTREAM_BIN names no upstream osm-controller binary (see ../shared/bench/build-upstream.sh)")

@@ -46,6 +46,7 @@ import (
 // gone and OSM left no kubelet bootstrap Secret its profiles do not use, no write was refused (no WriteFailed
 // event), and the MachineDeployments can be patched at every step.
 func TestMigrationFromUpstream(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

@@ -39,6 +39,7 @@ import (
 // it; the controller folds what arrives into the OSC. The API server, not the node, enforces who may write what
 // and how much.
 func TestNodeReports(t *testing.T) {
+	// Not parallel: labelledGauge reads metrics.Registry, whose gauges the controller started last replaces.
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

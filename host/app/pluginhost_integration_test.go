@@ -70,6 +70,8 @@ func hostilePlugins() map[string]hostilePlugin {
 // probed every 100 ms, never misses for a second, healthy MachineDeployments created during the attack get
 // their Secrets, and the controller's own memory stays flat.
 func TestHostilePluginsCannotStopTheController(t *testing.T) {
+	// Not parallel: it bounds the process's memory growth and its /healthz outages, which other tests' work
+	// would add to.
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

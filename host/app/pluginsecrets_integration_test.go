@@ -54,6 +54,7 @@ func createRegcodeSecret(t *testing.T, c client.Client, name, value string) {
 // PluginSecretMissing, writes nothing, and the MachineDeployment renders once the Secret is created; an encoder
 // that drops the placeholder fails its MachineDeployment.
 func TestPluginSecrets(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
 	c := env.Client

@@ -168,6 +168,7 @@ func waitForDiscovery(t *testing.T, env *testenv.Env, ok func(names map[string]b
 // in cloud-init-settings, Secret writes in kube-system) and says so in a Warning event on the MachineDeployment. With OSM's CRDs and
 // deploy/rbac.yaml applied on top, the check passes.
 func TestPreflightNamesWhatUpstreamLeaves(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	ensureNamespace(t, env, userDataNS)

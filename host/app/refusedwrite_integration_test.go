@@ -41,6 +41,7 @@ const refusalWindow = 30 * time.Second
 // MachineDeployment, naming the policy, and, where there is an OSC to carry it, Ready=False WriteFailed. Once
 // the policy is gone, the MachineDeployment renders without anyone touching it.
 func TestRefusedWriteBacksOffAndIsVisible(t *testing.T) {
+	// Not parallel, nor are its subtests: oscReconciles counts the reconciles of every controller in the process.
 	for _, tc := range []struct {
 		name string
 		md   string

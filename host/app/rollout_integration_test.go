@@ -29,6 +29,7 @@ import (
 // standing in for machine-controller: a template change gets a new revision, and the new revision's machines
 // become updated and available a moment later.
 func TestDriftAndRollout(t *testing.T) {
+	// Not parallel: gauge reads metrics.Registry, whose gauges the controller started last replaces.
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

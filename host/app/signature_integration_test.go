@@ -34,6 +34,7 @@ import (
 // profile names an unsigned image gets SignatureMissing naming the image and the policy (and no user-data),
 // and the one on a built-in plugin renders without any signature.
 func TestSignedPlugins(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client
@@ -136,6 +137,7 @@ rules:
 // TestSignedPluginsAtAdmission: the profile webhook refuses a profile naming an unsigned plugin under enforce,
 // naming the policy, and admits one naming a signed plugin.
 func TestSignedPluginsAtAdmission(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
 	ensureNamespace(t, env, userDataNS)

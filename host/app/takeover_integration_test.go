@@ -25,6 +25,7 @@ import (
 // as the takeover does). Once OSM's plugin profile renders the MachineDeployment, whose user-data carries the
 // kubeconfig itself, that Secret, which holds a bootstrap token, must be gone.
 func TestKubeletSecretOfReplacedProfileRemoved(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

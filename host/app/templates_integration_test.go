@@ -40,6 +40,7 @@ func (w *warningCollector) String() string {
 // one MachineDeployment name passes admission, and at reconcile fails that MachineDeployment only, with a
 // TemplateError naming the limit, while the controller keeps rendering its neighbour.
 func TestHostileTemplatesAgainstRealAPIServer(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
 	ensureNamespace(t, env, userDataNS)

@@ -101,6 +101,7 @@ func noUserDataOf(t *testing.T, c client.Client, md *clusterv1alpha1.MachineDepl
 // MachineDeployment (admission refused both, and the controller's finalizer patch, before it checked only
 // new references).
 func TestTenancy(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: webhookOptions()})
 	ctx := context.Background()
 	c := env.Client

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -90,6 +91,7 @@ func upstreamWebhookArgs(certDir string, port, metrics, probes int) []string {
 // webhooks are off, installs the default profiles, turns a MachineDeployment into its Secrets, and with KKP's
 // registry flags writes the hosts.toml files upstream writes.
 func TestUpstreamControllerArgsStartAndReconcile(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
@@ -172,6 +174,7 @@ func TestUpstreamControllerArgsStartAndReconcile(t *testing.T) {
 // read profiles, nothing else), registered with the API server on upstream's webhook paths: it serves
 // admission on those paths, probes answer, and the log says the webhooks are on.
 func TestUpstreamWebhookArgsServeAdmission(t *testing.T) {
+	t.Parallel()
 	bin := buildBinary(t)
 	env := testenv.Start(t, testenv.Options{WebhookInstallOptions: upstreamWebhookConfigurations()})
 	ctx := context.Background()
@@ -371,15 +374,42 @@ func waitReady(t *testing.T, p *process, port int) {
 	})
 }
 
+// controllerBinary is cmd/osm-controller as buildBinary built it, once for the package: the tests only run it
+// (each in processes, with flags and a cluster of its own), so a build per test would link the same binary
+// again. TestMain removes it.
+var controllerBinary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// buildBinary returns the path of the osm-controller binary, building it on the first call.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "osm-controller")
-	cmd := exec.Command("go", "build", "-o", out, "./cmd/osm-controller")
-	cmd.Dir = testenv.RepoRoot()
-	if data, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building osm-controller: %v\n%s", err, data)
+	b := &controllerBinary
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "osm-controller-"); b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "osm-controller")
+		cmd := exec.Command("go", "build", "-o", b.path, "./cmd/osm-controller")
+		cmd.Dir = testenv.RepoRoot()
+		if data, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("%w\n%s", err, data)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("building osm-controller: %v", b.err)
 	}
-	return out
+	return b.path
+}
+
+// removeControllerBinary removes what buildBinary built, if anything.
+func removeControllerBinary() {
+	if controllerBinary.dir != "" {
+		_ = os.RemoveAll(controllerBinary.dir)
+	}
 }
 
 func freeTCPPort(t *testing.T) int {

@@ -43,6 +43,7 @@ import (
 // controller serves); then the webhooks do validate and default, with the controller's own CA; then a serving
 // certificate near its expiry, and a CA near its expiry, are replaced, and admission keeps working.
 func TestWebhooksWithoutCertManager(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client
@@ -144,6 +145,7 @@ func TestWebhooksWithoutCertManager(t *testing.T) {
 // reconciles, registers no webhook and refuses no write, until the certificate appears in its directory (as
 // the kubelet would mount cert-manager's Secret); then it registers the webhooks with that certificate's CA.
 func TestWebhooksWaitForCertManager(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	c := env.Client

@@ -20,6 +20,7 @@ import (
 // follow), a conflicting write fails as through the plain client (AlreadyExists, Conflict), and other kinds go
 // through the plain client.
 func TestWritesAnsweredWithMetadata(t *testing.T) {
+	t.Parallel()
 	env := testenv.Start(t, testenv.Options{})
 	ctx := context.Background()
 	hc, err := rest.HTTPClientFor(env.Config)

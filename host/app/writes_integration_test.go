@@ -105,6 +105,7 @@ func controllerRequestsIn(t *testing.T, path string, verb func(string) bool) []a
 // and resource, and the bytes sent. Each user-data Secret is written once, at the revision machine-controller
 // waits for; an idle controller writes nothing.
 func TestAPIWritesPerMachineDeployment(t *testing.T) {
+	t.Parallel()
 	env, auditLog := startAudited(t)
 	ctx := context.Background()
 	c := env.Client
