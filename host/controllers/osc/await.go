@@ -2,6 +2,9 @@ package osc
 
 import (
 	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -64,12 +67,16 @@ type expectation struct {
 	gone bool
 	// also is a further condition on what the cache shows, when the version alone does not tell.
 	also func(client.Object) bool
+	// at is when the write was answered (st.expect sets it).
+	at time.Time
 }
 
-func (e expectation) met(ctx context.Context) bool {
+// met reports whether the cache shows the object past the write. An object the cache saw deleted since the
+// write counts too: it was there and went, and will not come back by waiting.
+func (e expectation) met(ctx context.Context, deleted *deletions) bool {
 	o := e.obj.DeepCopyObject().(client.Object)
 	if err := e.cache.Get(ctx, client.ObjectKeyFromObject(e.obj), o); err != nil {
-		return e.gone && apierrors.IsNotFound(err)
+		return apierrors.IsNotFound(err) && (e.gone || deleted.since(e.obj, e.at))
 	}
 	return version{o.GetUID(), o.GetResourceVersion()} != e.before && (e.also == nil || e.also(o))
 }
@@ -81,6 +88,7 @@ func (st *state) expect(err error, e expectation) {
 	if err != nil && !failure.IsOutdated(err) {
 		return
 	}
+	e.at = time.Now()
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.expected = append(st.expected, e)
@@ -99,12 +107,17 @@ func (r *Reconciler) awaitPrevious(ctx context.Context, key types.NamespacedName
 		return
 	}
 	expected := p.expected
-	_ = wait.PollUntilContextTimeout(ctx, cachePoll, left, true, func(ctx context.Context) (bool, error) {
-		for len(expected) > 0 && expected[0].met(ctx) {
+	err := wait.PollUntilContextTimeout(ctx, cachePoll, left, true, func(ctx context.Context) (bool, error) {
+		for len(expected) > 0 && expected[0].met(ctx, &r.deleted) {
 			expected = expected[1:]
 		}
 		return len(expected) == 0, nil
 	})
+	if err != nil && len(expected) > 0 {
+		e := expected[0]
+		logr.FromContextOrDiscard(ctx).V(1).Info("the caches did not show the previous reconcile's writes in time; reconciling anyway",
+			"waited", left.Round(time.Millisecond).String(), "kind", fmt.Sprintf("%T", e.obj), "object", client.ObjectKeyFromObject(e.obj))
+	}
 }
 
 // pendingWrites are the expectations a reconcile left for the next one, and when it ended.

@@ -91,6 +91,8 @@ type Reconciler struct {
 	// pending holds, by MachineDeployment, what its last reconcile's writes must show in the caches before
 	// the next reconcile reads them (await.go).
 	pending sync.Map
+	// deleted holds the deletions the caches saw lately (deletions.go).
+	deleted deletions
 }
 
 // Reconcile brings one MachineDeployment's configuration up to date: waiting for the caches to show what the

@@ -61,6 +61,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, wor
 		return fmt.Errorf("indexing MachineDeployments by user-data Secret: %w", err)
 	}
 
+	if err := r.watchDeletions(ctx, mgr.GetCache(), worker.GetCache()); err != nil {
+		return err
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("operatingsystemconfig").
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
