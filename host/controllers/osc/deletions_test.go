@@ -23,22 +23,20 @@ func TestADeletedWriteNeedsNoWait(t *testing.T) {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "cloud-init-settings", Name: name}}
 	}
 	var d deletions
-	d.record("Secret", secret("deleted-before"))
-	time.Sleep(time.Millisecond)
-	at := time.Now()
-	time.Sleep(time.Millisecond)
-	d.record("Secret", secret("deleted-after"))
+	d.record("Secret", secret("deleted"))
 	d.record("Secret", toolscache.DeletedFinalStateUnknown{Key: "cloud-init-settings/tombstone", Obj: secret("tombstone")})
-	role := metaOf("Role", "cloud-init-settings", "deleted-after")
+	// Writes answered a minute before the deletions, or a minute after them.
+	before, after := time.Now().Add(-time.Minute), time.Now().Add(time.Minute)
+	role := metaOf("Role", "cloud-init-settings", "deleted")
 	for name, tc := range map[string]struct {
 		e    expectation
 		want bool
 	}{
-		"deleted after the write":          {expectation{cache: c, obj: secret("deleted-after"), at: at}, true},
-		"deleted after, seen in tombstone": {expectation{cache: c, obj: secret("tombstone"), at: at}, true},
-		"deleted before the write":         {expectation{cache: c, obj: secret("deleted-before"), at: at}, false},
-		"never seen":                       {expectation{cache: c, obj: secret("absent"), at: at}, false},
-		"another kind of the same name":    {expectation{cache: c, obj: role, at: at}, false},
+		"deleted after the write":          {expectation{cache: c, obj: secret("deleted"), at: before}, true},
+		"deleted after, seen in tombstone": {expectation{cache: c, obj: secret("tombstone"), at: before}, true},
+		"deleted before the write":         {expectation{cache: c, obj: secret("deleted"), at: after}, false},
+		"never seen":                       {expectation{cache: c, obj: secret("absent"), at: before}, false},
+		"another kind of the same name":    {expectation{cache: c, obj: role, at: before}, false},
 	} {
 		if got := tc.e.met(ctx, &d); got != tc.want {
 			t.Errorf("%s: met = %v, want %v", name, got, tc.want)
