@@ -89,11 +89,11 @@ func (r *Reconciler) watchDeletions(ctx context.Context, mgmt, worker cache.Cach
 		{worker, credentials.ReaderBindingMeta()},
 		{mgmt, OSCMeta()},
 	} {
+		kind := kindOf(w.obj)
 		inf, err := w.c.GetInformer(ctx, w.obj, cache.BlockUntilSynced(false))
 		if err != nil {
-			return fmt.Errorf("watching deletions of %s: %w", kindOf(w.obj), err)
+			return fmt.Errorf("watching deletions of %s: %w", kind, err)
 		}
-		kind := kindOf(w.obj)
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) { r.deleted.record(kind, obj) }}); err != nil {
 			return fmt.Errorf("watching deletions of %s: %w", kind, err)
 		}
