@@ -122,6 +122,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              "operating-system-manager",
 		LeaderElectionNamespace:       o.Settings.Namespace,
 		LeaderElectionReleaseOnCancel: true,
+		MapperProvider:                newMemoMapper,
 	}
 	if o.PprofAddress != "" {
 		enableContentionProfiles()
@@ -147,6 +148,7 @@ func New(ctx context.Context, o Options) (ctrl.Manager, error) {
 		worker, err = cluster.New(workerCfg, func(co *cluster.Options) {
 			co.Scheme = scheme.Scheme
 			co.Logger = o.Logger.WithName("worker")
+			co.MapperProvider = newMemoMapper
 			co.Cache = workerCacheOptions(o.Settings.CloudInitSettingsNamespace)
 		})
 		if err != nil {

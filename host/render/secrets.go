@@ -40,7 +40,24 @@ type SecretValues struct {
 	Plugin map[string]string
 }
 
-func (v SecretValues) replacer() *strings.Replacer {
+// placeholderPrefix begins every placeholder (TestEveryPlaceholderHasThePrefix).
+const placeholderPrefix = "__OSM_SECRET_"
+
+// substituter replaces placeholders by their values. Text without a placeholder comes back as it is: a
+// strings.Replacer copies whatever it is given, and most of a configuration holds no credential. Copying it
+// was 30 of the controller's 451 MB of allocations at 500 MachineDeployments (make bench-controller, five
+// OSes, allocs profile).
+type substituter struct{ r *strings.Replacer }
+
+// Replace returns text with every placeholder replaced.
+func (s substituter) Replace(text string) string {
+	if !strings.Contains(text, placeholderPrefix) {
+		return text
+	}
+	return s.r.Replace(text)
+}
+
+func (v SecretValues) replacer() substituter {
 	pairs := []string{
 		Placeholders.BootstrapToken, v.BootstrapToken,
 		Placeholders.ProvisioningToken, v.ProvisioningToken,
@@ -63,7 +80,7 @@ func (v SecretValues) replacer() *strings.Replacer {
 			pairs = append(pairs, p.Username, a.Username, p.Password, a.Password, p.Auth, a.Auth, p.IdentityToken, a.IdentityToken)
 		}
 	}
-	return strings.NewReplacer(pairs...)
+	return substituter{r: strings.NewReplacer(pairs...)}
 }
 
 // RegistryPlaceholders are the placeholders of registry host's credentials (abi.SecretPlaceholders.Registries):
