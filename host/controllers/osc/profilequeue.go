@@ -22,10 +22,15 @@ import (
 // last plugin's host beside a full controller). First in the queue, each profile renders at once: the
 // built-in plugins load one after another at start (Config.MaxBuiltinModules in package pluginhost), and a
 // profile's failure shows on its first MachineDeployment without waiting behind every other profile's.
+//
+// Only profiles of the controller's own namespace get it: the default profiles and the operator's, which the
+// API server's RBAC keeps tenants from writing. The queue serves a higher priority strictly first, so a tenant
+// who edited its profiles in a loop would otherwise keep one MachineDeployment per profile ahead of every
+// other tenant's work (TestATenantsProfileEditsDoNotJumpTheQueue).
 const FirstOfProfilePriority = 1
 
 // profileMachines enqueues the MachineDeployments of a profile that changed, the first of them at
-// FirstOfProfilePriority. An object from the initial list or a resync enqueues them at handler.LowPriority,
+// FirstOfProfilePriority when the profile is in the controller's namespace. An object from the initial list or a resync enqueues them at handler.LowPriority,
 // as controller-runtime's own handlers do.
 func (r *Reconciler) profileMachines(c client.Reader) handler.EventHandler {
 	machines := r.machinesOfProfile(c)
@@ -40,6 +45,10 @@ func (r *Reconciler) profileMachines(c client.Reader) handler.EventHandler {
 		}
 		if unchanged {
 			pq.AddWithOpts(priorityqueue.AddOpts{Priority: new(handler.LowPriority)}, reqs...)
+			return
+		}
+		if o.GetNamespace() != r.Settings.Namespace {
+			pq.AddWithOpts(priorityqueue.AddOpts{}, reqs...)
 			return
 		}
 		pq.AddWithOpts(priorityqueue.AddOpts{Priority: new(FirstOfProfilePriority)}, reqs[0])

@@ -79,3 +79,43 @@ func profileOf(objs []client.Object, name string) string {
 	}
 	return ""
 }
+
+// TestATenantsProfileEditsDoNotJumpTheQueue: a profile of a tenant's namespace, edited again and again, puts
+// none of its MachineDeployments ahead of the queue, which serves higher priorities strictly first; another
+// tenant's MachineDeployment queued before the edits comes out first.
+func TestATenantsProfileEditsDoNotJumpTheQueue(t *testing.T) {
+	r := &Reconciler{}
+	r.Settings.Namespace = "kube-system"
+	var objs []client.Object
+	for i := range 3 {
+		objs = append(objs, &clusterv1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("a-%d", i),
+			Annotations: map[string]string{clusterv1alpha1.AnnotationOSP: "osp-a", clusterv1alpha1.AnnotationOSPNamespace: "tenant-a"}}})
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
+		WithIndex(&clusterv1alpha1.MachineDeployment{}, IndexProfile, func(o client.Object) []string {
+			return []string{o.GetAnnotations()[clusterv1alpha1.AnnotationOSPNamespace] + "/" + o.GetAnnotations()[clusterv1alpha1.AnnotationOSP]}
+		}).Build()
+	h := r.profileMachines(c)
+	ctx := context.Background()
+	q := priorityqueue.New[reconcile.Request]("tenant")
+	defer q.ShutDown()
+	other := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "tenant-b", Name: "b-0"}}
+	q.Add(other)
+	for v := range 20 {
+		old := &osmv1alpha1.OperatingSystemProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: "osp-a", ResourceVersion: fmt.Sprint(v + 1)}}
+		edited := old.DeepCopy()
+		edited.ResourceVersion = fmt.Sprint(v + 2)
+		h.Update(ctx, event.UpdateEvent{ObjectOld: old, ObjectNew: edited}, q)
+	}
+	if q.Len() != 4 {
+		t.Fatalf("queue holds %d requests, want 4 (three of tenant-a, one of tenant-b)", q.Len())
+	}
+	if first, prio, _ := q.GetWithPriority(); first != other {
+		t.Errorf("first out of the queue: %v at priority %d, want %v, queued before the edits", first, prio, other)
+	}
+	for q.Len() > 0 {
+		if req, prio, _ := q.GetWithPriority(); prio != 0 {
+			t.Errorf("%v has priority %d, want the default 0", req, prio)
+		}
+	}
+}
