@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,6 +161,7 @@ func FuzzCheck(f *testing.F) {
 	limits := Limits{ModuleBytes: 1 << 20}
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		m, err := Check(wasm, limits)
+		sameAsFullDecoding(t, wasm, limits, m, err)
 		if err != nil {
 			return
 		}
@@ -277,5 +280,48 @@ func BenchmarkCheckDefaultPlugin(b *testing.B) {
 		if _, err := Check(wasm, Limits{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// sameAsFullDecoding fails t unless checking wasm with every instruction decoded in full (no
+// simpleInstruction shortcut) gives m and err.
+func sameAsFullDecoding(t *testing.T, wasm []byte, limits Limits, m *Module, err error) {
+	t.Helper()
+	fullDecodingOnly = true
+	full, fullErr := Check(wasm, limits)
+	fullDecodingOnly = false
+	if fmt.Sprint(err) != fmt.Sprint(fullErr) || !reflect.DeepEqual(m, full) {
+		t.Fatalf("with the shortcut: %+v, %v; decoding every instruction in full: %+v, %v", m, err, full, fullErr)
+	}
+}
+
+// TestTheShortcutDecidesAsFullDecoding: simpleInstruction changes how fast a module is checked, never the
+// verdict, on the modules of these tests and on a real Go plugin built from the SDK's examples' source
+// (the fuzz target compares both ways on every input it makes).
+func TestTheShortcutDecidesAsFullDecoding(t *testing.T) {
+	limits := Limits{ModuleBytes: 64 << 20}
+	modules := [][]byte{
+		sample(),
+		wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Nested(40)}, ifs(30)}}.Bytes(),
+		wasmtest.Module{Funcs: []wasmtest.Func{{Code: wasmtest.Spin, Export: "_start"}}, Globals: 3, Memory: 1, Data: []byte("hi")}.Bytes(),
+	}
+	if wasm, err := os.ReadFile("../../../plugins/dist/ubuntu.wasm"); err == nil {
+		modules = append(modules, wasm) // in this repository, after make plugins
+	}
+	for i, wasm := range modules {
+		m, err := Check(wasm, limits)
+		sameAsFullDecoding(t, wasm, limits, m, err)
+		// Damaged copies: one byte changed at a time, at places spread over the module.
+		tries := min(200, 2*len(wasm))
+		if len(wasm) > 1<<20 {
+			tries = 24
+		}
+		for k := range tries {
+			bad := slices.Clone(wasm)
+			bad[(k*7919+13)%len(bad)] ^= byte(0x80 | k)
+			m, err := Check(bad, limits)
+			sameAsFullDecoding(t, bad, limits, m, err)
+		}
+		t.Logf("module %d (%d bytes): same verdict both ways", i, len(wasm))
 	}
 }
