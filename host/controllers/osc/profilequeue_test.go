@@ -28,10 +28,7 @@ func TestAChangedProfilesFirstMachineDeploymentGoesFirst(t *testing.T) {
 		objs = append(objs, &clusterv1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: fmt.Sprintf("md-%d", i),
 			Annotations: map[string]string{clusterv1alpha1.AnnotationOSP: []string{"osp-a", "osp-b"}[i%2]}}})
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
-		WithIndex(&clusterv1alpha1.MachineDeployment{}, IndexProfile, func(o client.Object) []string {
-			return []string{"kube-system/" + o.GetAnnotations()[clusterv1alpha1.AnnotationOSP]}
-		}).Build()
+	c := indexedByProfile(r, objs)
 	profile := func(name string) *osmv1alpha1.OperatingSystemProfile {
 		return &osmv1alpha1.OperatingSystemProfile{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name, ResourceVersion: "1"}}
 	}
@@ -71,6 +68,12 @@ func TestAChangedProfilesFirstMachineDeploymentGoesFirst(t *testing.T) {
 	}
 }
 
+// indexedByProfile is a fake client of objs with the index the controller's handlers list by.
+func indexedByProfile(r *Reconciler, objs []client.Object) client.Reader {
+	return fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
+		WithIndex(&clusterv1alpha1.MachineDeployment{}, IndexProfile, r.profileIndex).Build()
+}
+
 func profileOf(objs []client.Object, name string) string {
 	for _, o := range objs {
 		if o.GetName() == name {
@@ -91,10 +94,7 @@ func TestATenantsProfileEditsDoNotJumpTheQueue(t *testing.T) {
 		objs = append(objs, &clusterv1alpha1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "tenant-a", Name: fmt.Sprintf("a-%d", i),
 			Annotations: map[string]string{clusterv1alpha1.AnnotationOSP: "osp-a", clusterv1alpha1.AnnotationOSPNamespace: "tenant-a"}}})
 	}
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).
-		WithIndex(&clusterv1alpha1.MachineDeployment{}, IndexProfile, func(o client.Object) []string {
-			return []string{o.GetAnnotations()[clusterv1alpha1.AnnotationOSPNamespace] + "/" + o.GetAnnotations()[clusterv1alpha1.AnnotationOSP]}
-		}).Build()
+	c := indexedByProfile(r, objs)
 	h := r.profileMachines(c)
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("tenant")

@@ -38,19 +38,22 @@ const IndexProfile = "osm.k8c.io/profile"
 // shared (c/a-b and b-c/a); when one owner's Secret is deleted, the others waiting for the name are found here.
 const IndexUserDataSecret = "osm.k8c.io/user-data-secret"
 
+// profileIndex is the IndexProfile value of a MachineDeployment: its profile's "<namespace>/<name>".
+func (r *Reconciler) profileIndex(o client.Object) []string {
+	md := o.(*clusterv1alpha1.MachineDeployment)
+	if md.Annotations[clusterv1alpha1.AnnotationOSP] == "" {
+		return nil
+	}
+	k := r.profileKey(md)
+	return []string{k.Namespace + "/" + k.Name}
+}
+
 // SetupWithManager registers the controller. mgr is the management cluster (profiles, OSCs); worker is the
 // cluster of MachineDeployments and Secrets, which may be mgr itself.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, worker cluster.Cluster, workers int, reg prometheus.Registerer) error {
 	r.settingsHash = SettingsHash(r.Settings)
 	r.metrics = newMetrics(reg)
-	if err := worker.GetFieldIndexer().IndexField(ctx, &clusterv1alpha1.MachineDeployment{}, IndexProfile, func(o client.Object) []string {
-		md := o.(*clusterv1alpha1.MachineDeployment)
-		if md.Annotations[clusterv1alpha1.AnnotationOSP] == "" {
-			return nil
-		}
-		k := r.profileKey(md)
-		return []string{k.Namespace + "/" + k.Name}
-	}); err != nil {
+	if err := worker.GetFieldIndexer().IndexField(ctx, &clusterv1alpha1.MachineDeployment{}, IndexProfile, r.profileIndex); err != nil {
 		return fmt.Errorf("indexing MachineDeployments by profile: %w", err)
 	}
 
