@@ -325,3 +325,53 @@ func TestTheShortcutDecidesAsFullDecoding(t *testing.T) {
 		t.Logf("module %d (%d bytes): same verdict both ways", i, len(wasm))
 	}
 }
+
+// TestStateChangesHiddenAmongSimpleInstructions attacks the shortcut as a module author who wants a snapshot
+// taken of a module that changes tables or segments: the instructions that do are placed right after, between
+// and at the end of runs of instructions the shortcut steps over, and after immediates whose bytes look like
+// those instructions' opcodes. Each must still be found, with the same verdict as decoding every instruction.
+func TestStateChangesHiddenAmongSimpleInstructions(t *testing.T) {
+	simple := []byte{
+		0x41, 0x26, 0x1a, // i32.const 38 (the byte of table.set as an immediate), drop
+		0x20, 0x00, 0x1a, // local.get 0, drop
+		0x41, 0x7c, 0x1a, // i32.const -4 (0xfc's low bits), drop
+		0x02, wasmtest.Empty, 0x0b, // block end
+	}
+	tests := []struct {
+		name string
+		op   []byte // the state change, with what it pops
+		want string // in Unsnapshottable
+	}{
+		{"table.set", []byte{0x41, 0x00, 0xd0, 0x70, 0x26, 0x00}, "table.set"},
+		{"memory.init", []byte{0x41, 0x00, 0x41, 0x00, 0x41, 0x00, 0xfc, 0x08, 0x00, 0x00}, "passive data"},
+		{"data.drop", []byte{0xfc, 0x09, 0x00}, "passive data"},
+		{"table.grow", []byte{0xd0, 0x70, 0x41, 0x01, 0xfc, 0x0f, 0x00, 0x1a}, "changes a table"},
+		{"elem.drop", []byte{0xfc, 0x0d, 0x00}, "changes a table"},
+	}
+	tableMax := uint32(2)
+	for _, tt := range tests {
+		for _, where := range []string{"first", "between", "last"} {
+			t.Run(tt.name+"/"+where, func(t *testing.T) {
+				var code []byte
+				switch where {
+				case "first":
+					code = append(append(code, tt.op...), simple...)
+				case "between":
+					code = append(append(append(code, simple...), tt.op...), simple...)
+				case "last":
+					code = append(append(code, simple...), tt.op...)
+				}
+				wasm := wasmtest.Module{Tables: []wasmtest.Table{{Min: 1, Max: &tableMax}}, Memory: 1,
+					Funcs: []wasmtest.Func{{Locals: []byte{wasmtest.I32}, Code: code, Export: "_initialize"}}}.Bytes()
+				m, err := Check(wasm, Limits{})
+				sameAsFullDecoding(t, wasm, Limits{}, m, err)
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				if !strings.Contains(m.Unsnapshottable, tt.want) {
+					t.Errorf("Unsnapshottable = %q, want it to name %q", m.Unsnapshottable, tt.want)
+				}
+			})
+		}
+	}
+}
