@@ -30,8 +30,8 @@ import (
 const FirstOfProfilePriority = 1
 
 // profileMachines enqueues the MachineDeployments of a profile that changed, the first of them at
-// FirstOfProfilePriority when the profile is in the controller's namespace. An object from the initial list or a resync enqueues them at handler.LowPriority,
-// as controller-runtime's own handlers do.
+// FirstOfProfilePriority when the profile is in the controller's namespace. An object from the initial list or
+// a resync enqueues them at handler.LowPriority, as controller-runtime's own handlers do.
 func (r *Reconciler) profileMachines(c client.Reader) handler.EventHandler {
 	machines := r.machinesOfProfile(c)
 	enqueue := func(ctx context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request], unchanged bool) {

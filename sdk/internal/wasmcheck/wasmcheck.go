@@ -311,21 +311,15 @@ func (c *checker) body(fn int, code []byte) error {
 	}
 	// The body is a block of its own.
 	for depth := 1; depth > 0 && r.err == nil; {
-		if n := simpleInstruction(r.b, r.pos); n > 0 && !fullDecodingOnly {
-			switch r.b[r.pos] {
-			case 0x02, 0x03, 0x04: // block, loop, if
-				depth++
-			case 0x0b: // end
-				depth--
+		start, op := r.pos, byte(0)
+		if n := simpleInstruction(r.b, r.pos); !fullDecodingOnly && n > 0 {
+			op, r.pos = r.b[r.pos], r.pos+n
+		} else {
+			op = r.byte()
+			c.noteStateChange(op, r)
+			if err := skipImmediates(r, op); err != nil {
+				return fmt.Errorf("function %d at offset %d: %w", fn, start, err)
 			}
-			r.pos += n
-			continue
-		}
-		start := r.pos
-		op := r.byte()
-		c.noteStateChange(op, r)
-		if err := skipImmediates(r, op); err != nil {
-			return fmt.Errorf("function %d at offset %d: %w", fn, start, err)
 		}
 		switch op {
 		case 0x02, 0x03, 0x04: // block, loop, if
@@ -350,7 +344,7 @@ var fullDecodingOnly = false
 // need no more than stepping over: no immediate, or one or two immediates of one byte each (locals, calls,
 // branches, loads and stores, small constants, block types), and none of the instructions noteStateChange
 // records. Otherwise it returns 0, and body decodes the instruction in full. Most of a Go module's
-// instructions are of this kind: checking the default Ubuntu plugin took 16 ms without this path and 6 ms with it
+// instructions are of this kind: checking the default Ubuntu plugin took 16 ms without this path and 8.5 ms with it
 // (BenchmarkCheckDefaultPlugin), once for every module a plugin host loads.
 func simpleInstruction(b []byte, pos int) int {
 	if pos+2 >= len(b) {
