@@ -102,6 +102,9 @@ type Options struct {
 
 // New builds the manager with every controller and webhook registered. Start it with mgr.Start.
 func New(ctx context.Context, o Options) (ctrl.Manager, error) {
+	if err := fillCachesByListing(); err != nil {
+		return nil, err
+	}
 	if o.Preflight {
 		if err := preflight(ctx, o); err != nil {
 			return nil, err

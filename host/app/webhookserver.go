@@ -51,6 +51,9 @@ type WebhookOptions struct {
 
 // NewWebhookServer builds a manager that serves only the admission webhooks. Start it with mgr.Start.
 func NewWebhookServer(o WebhookOptions) (ctrl.Manager, error) {
+	if err := fillCachesByListing(); err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(o.Config, ctrl.Options{
 		Scheme:                        scheme.Scheme,
 		Logger:                        o.Logger,
