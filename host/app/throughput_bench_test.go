@@ -342,8 +342,12 @@ func runBench(b *testing.B, c controllerUnderTest, n int) benchResult {
 		}
 	}()
 	rss := sampleRSS(pid, start)
+	startTraced := make(chan struct{}) // the runtime takes one execution trace at a time
 	if pprofPort != 0 {
-		go saveStartTrace(pprofPort, filepath.Join(pprofDir, fmt.Sprintf("trace-start-%d.out", n)))
+		go func() {
+			defer close(startTraced)
+			saveStartTrace(pprofPort, filepath.Join(pprofDir, fmt.Sprintf("trace-start-%d.out", n)))
+		}()
 	}
 
 	res := benchResult{Name: c.name, N: n, Log: logPath}
@@ -380,7 +384,10 @@ wait:
 			if !traced && bw.count() >= n/10 {
 				traced = true
 				if pprofPort != 0 {
-					go savePprof(pprofPort, "trace?seconds=5", filepath.Join(pprofDir, fmt.Sprintf("trace-%d.out", n)))
+					go func() {
+						<-startTraced
+						savePprof(pprofPort, "trace?seconds=5", filepath.Join(pprofDir, fmt.Sprintf("trace-%d.out", n)))
+					}()
 					go savePprof(pprofPort, "profile?seconds=10", filepath.Join(pprofDir, fmt.Sprintf("cpu-%d.pb.gz", n)))
 				}
 				go saveAPIServerProfile(bc.debugSocket, filepath.Join(pprofDir, fmt.Sprintf("apiserver-cpu-%s-%d.pb.gz", c.name, n)))
