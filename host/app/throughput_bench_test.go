@@ -73,7 +73,7 @@ func BenchmarkCompare(b *testing.B) {
 	var upstream controllerUnderTest
 	if base := os.Getenv("OSM_BENCH_BASELINE"); base != "" {
 		upstream = ours
-		upstream.name, upstream.bin = "baseline", installBinaries(b, base, filepath.Join(filepath.Dir(base), "osm-plugin-host"))
+		upstream.name, upstream.bin = "baseline", shipPrecompiled(b, installBinaries(b, base, filepath.Join(filepath.Dir(base), "osm-plugin-host")))
 	} else if path := os.Getenv("OSM_BENCH_UPSTREAM"); path != "" {
 		upstream = upstreamUnderTest(b, path)
 	} else {
@@ -205,7 +205,7 @@ func buildController(b *testing.B) string {
 			b.Fatalf("building %s: %v\n%s", name, err, data)
 		}
 	}
-	return installBinaries(b, filepath.Join(dir, "osm-controller"), filepath.Join(dir, "osm-plugin-host"))
+	return shipPrecompiled(b, installBinaries(b, filepath.Join(dir, "osm-controller"), filepath.Join(dir, "osm-plugin-host")))
 }
 
 // installBinaries copies a controller's executables (the first is the controller; the others, where they exist,
@@ -232,6 +232,29 @@ func installBinaries(b *testing.B, controller string, others ...string) string {
 		}
 	}
 	return filepath.Join(dir, filepath.Base(controller))
+}
+
+// shipPrecompiled puts the default plugins' precompiled code (make plugins) next to the installed controller
+// bin, where the image ships it (plugins.PrecompiledDirName), and, as deploy/ runs the container
+// (readOnlyRootFilesystem), on a read-only mount: a bind of the copy onto itself, remounted read-only, taken
+// down when the benchmark ends. Mounting needs root; without it the copy stays writable, and the run says so.
+// It returns bin.
+func shipPrecompiled(b *testing.B, bin string) string {
+	b.Helper()
+	src := filepath.Join(testenv.RepoRoot(), "plugins", "compiled")
+	dst := filepath.Join(filepath.Dir(bin), plugins.PrecompiledDirName)
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		b.Fatalf("copying the precompiled plugins next to %s: %v\n%s", bin, err, out)
+	}
+	if err := unix.Mount(dst, dst, "", unix.MS_BIND, ""); err != nil {
+		fmt.Printf("precompiled plugins next to %s stay writable (a read-only mount needs root: %v)\n", bin, err)
+		return bin
+	}
+	b.Cleanup(func() { _ = unix.Unmount(dst, unix.MNT_DETACH) })
+	if err := unix.Mount("", dst, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		b.Fatalf("remounting %s read-only: %v", dst, err)
+	}
+	return bin
 }
 
 // writeUncached writes an executable file, flushes it to disk and asks the kernel to drop its pages from the

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/osmhq/osm/sdk/runtime"
 )
 
@@ -218,4 +220,58 @@ func equalArtifacts(a, b Artifacts) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// TestShippedCodeOnAReadOnlyFileSystemIsNotHashed: code on a file system mounted read-only (the image's, with
+// readOnlyRootFilesystem) is stamped with the digest the build recorded, unread; the same file on a writable
+// file system is hashed, and a seeded link pointed at a writable copy is not taken on the read-only file's word.
+// The manifest here records a digest the content does not have, so a stamp tells which way was taken.
+func TestShippedCodeOnAReadOnlyFileSystemIsNotHashed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mounts a read-only file system (root); make test runs it")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("mounting a read-only bind of a directory needs root, as make test runs")
+	}
+	shipped, mnt := t.TempDir(), t.TempDir()
+	writeFiles(t, shipped, map[string]string{wzDir + "/aaaa": "A's code"})
+	recorded := Artifacts{wzDir + "/aaaa": "sha256:recorded-by-the-build"}
+	if got := stampArtifacts(shipped, recorded); len(got) != 0 {
+		t.Fatalf("writable: stamped %v, want the file hashed and, its digest not the recorded one, unstamped", got)
+	}
+	if err := unix.Mount(shipped, mnt, "", unix.MS_BIND, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
+	if err := unix.Mount("", mnt, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(t.TempDir(), "builtin")
+	if err := SeedCache(cache, mnt); err != nil {
+		t.Fatal(err)
+	}
+	stamps := stampArtifacts(cache, recorded)
+	if got := stamps[wzDir+"/aaaa"].Digest; got != recorded[wzDir+"/aaaa"] {
+		t.Fatalf("read-only: stamp digest %q, want the recorded one taken unread", got)
+	}
+	// A host finds the stamp still good, so it takes the recorded digest too.
+	if err := verifyArtifacts(cache, recorded, stamps); err != nil {
+		t.Errorf("verify over the read-only file: %v", err)
+	}
+	// The link pointed at a writable copy: another file, hashed, and refused.
+	copyDir := t.TempDir()
+	writeFiles(t, copyDir, map[string]string{wzDir + "/aaaa": "B's code"})
+	link := filepath.Join(cache, filepath.FromSlash(wzDir+"/aaaa"))
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(copyDir, filepath.FromSlash(wzDir+"/aaaa")), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyArtifacts(cache, recorded, stamps); err == nil {
+		t.Error("verify after the link was pointed at a writable file: passed, want it hashed and refused")
+	}
+	if got := stampArtifacts(cache, recorded); len(got) != 0 {
+		t.Errorf("stamped %v through a link to a writable file, want nothing", got)
+	}
 }
