@@ -40,6 +40,7 @@ var allowedSleeps = map[sleepSite]allowedSleep{
 	{"host/e2e/machinecontroller/harness_test.go", "registerNode"}: {1, "retry of a status update that met a conflict"},
 	{"host/app/bench_cluster_test.go", "watchBootstrapSecrets"}:    {1, "benchmark: backs off before re-opening a watch the API server refused"},
 	{"host/app/throughput_bench_test.go", "settleWrites"}:          {1, "benchmark: polls the API server's write count until it stops growing"},
+	{"host/app/throughput_bench_test.go", "saveStartTrace"}:        {1, "benchmark: polls the controller's pprof endpoint until it answers"},
 
 	// The sleep is what the test measures or exercises.
 	{"host/render/budget_test.go", "peakHeap"}:                                            {1, "the sampling interval of a heap probe running beside the render it measures"},

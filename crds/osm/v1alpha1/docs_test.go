@@ -23,6 +23,7 @@ var quotedName = regexp.MustCompile("`([A-Z][a-z]+(?:[A-Z][a-z0-9]*)+)`")
 // notOurs are names the docs quote from other projects' code.
 var notOurs = map[string]string{
 	"MachineDeploymentComplete": "machine-controller's function docs/drift.md compares the rollout with",
+	"WatchListClient":           "client-go's feature gate docs/operations.md says the controller turns off",
 }
 
 // TestDocsNameWhatTheCodeDefines: every condition reason, runtime reason, type or test a doc quotes is one the
