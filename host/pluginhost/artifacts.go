@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -119,11 +118,15 @@ func (a Stamp) same(b Stamp) bool {
 }
 
 func stampOf(path string) (Stamp, error) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(path, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
 		return Stamp{}, err
 	}
-	return Stamp{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, nil //nolint:unconvert // Dev is not uint64 on every architecture
+	return stampOfStat(&st), nil
+}
+
+func stampOfStat(st *unix.Stat_t) Stamp {
+	return Stamp{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()} //nolint:unconvert // Dev is not uint64 on every architecture
 }
 
 // walkCode calls fn with each artifact under dir that this build's hosts read code from (runtime.CodeDirs):
@@ -194,7 +197,7 @@ func readOnlyStamp(path string) (Stamp, bool) {
 		st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return Stamp{}, false
 	}
-	return Stamp{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, true //nolint:unconvert // Dev is not uint64 on every architecture
+	return stampOfStat(&st), true
 }
 
 func hashFile(path string) (string, error) {
